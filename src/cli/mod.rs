@@ -1,0 +1,3 @@
+//! One module per subcommand of the `reclaim` program.
+
+pub mod inspect;

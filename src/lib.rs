@@ -1,0 +1,14 @@
+//! Reclaim: train on IDX image datasets (MNIST and its family) with Burn, with a fast data
+//! pipeline whose memory is released by construction.
+//!
+//! This crate re-exports the workspace's crates:
+//!
+//! - [`dataset`]: the IDX format and the MNIST-family catalogue (`reclaim-dataset`).
+//! - [`loader`]: samplers, batching, prefetching and scoped release (`reclaim-loader`).
+//! - [`model`]: the MLP for every Burn backend (`reclaim-model`).
+//! - [`train`]: the training loop, metrics, checkpoints and memory reports (`reclaim-train`).
+
+pub use reclaim_dataset as dataset;
+pub use reclaim_loader as loader;
+pub use reclaim_model as model;
+pub use reclaim_train as train;
