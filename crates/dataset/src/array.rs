@@ -1,0 +1,461 @@
+//! [`IdxArray`]: one validated IDX file, memory-mapped or owned.
+
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::element::{ElementType, IdxElement};
+use crate::error::{DatasetError, Result};
+use crate::gz::{decompress_gz_cached, is_gz_path};
+use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
+
+/// Where an [`IdxArray`]'s bytes live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StorageKind {
+    /// A read-only memory map of the file: pages come from the page cache on demand and are
+    /// unmapped when the array is dropped.
+    Mapped,
+    /// A heap buffer holding the whole file.
+    Owned,
+}
+
+impl fmt::Display for StorageKind {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            StorageKind::Mapped => "mapped",
+            StorageKind::Owned => "owned",
+        })
+    }
+}
+
+/// A hint to the kernel about how a mapped array will be read (`madvise`). Owned arrays ignore it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessPattern {
+    /// No particular order (the kernel's default readahead).
+    Normal,
+    /// Front to back, once: aggressive readahead (`MADV_SEQUENTIAL`).
+    Sequential,
+    /// Random order: no readahead (`MADV_RANDOM`).
+    Random,
+    /// The whole array is needed soon: start reading it in now (`MADV_WILLNEED`).
+    WillNeed,
+}
+
+enum Storage {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+/// One IDX file: element type, shape and data, validated when opened.
+///
+/// Opening checks the header and that the file's length is exactly the header plus the product
+/// of the dimensions times the element size (see [`parse_idx_header`]), so every accessor below
+/// works on data known to be complete. The bytes are either memory-mapped
+/// ([`IdxArray::open_mapped`]) or read into memory ([`IdxArray::open_owned`],
+/// [`IdxArray::from_bytes`]). A `.gz` path is decompressed once into a cache folder beside it
+/// (see [`decompress_gz_cached`]) and the decompressed file is opened.
+///
+/// Dropping the array releases the memory: the map is unmapped or the buffer freed.
+pub struct IdxArray {
+    path: PathBuf,
+    compressed_source: Option<PathBuf>,
+    header: IdxHeader,
+    storage: Storage,
+}
+
+impl fmt::Debug for IdxArray {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("IdxArray")
+            .field("path", &self.path)
+            .field("compressed_source", &self.compressed_source)
+            .field("element_type", &self.header.element_type())
+            .field("shape", &self.header.dimensions())
+            .field("storage", &self.storage())
+            .finish()
+    }
+}
+
+/// Resolves a `.gz` path to its decompressed cache file; other paths are returned unchanged.
+fn resolve_input(path: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
+    if is_gz_path(path) {
+        let decompressed = decompress_gz_cached(path)?;
+        Ok((decompressed, Some(path.to_path_buf())))
+    } else {
+        Ok((path.to_path_buf(), None))
+    }
+}
+
+fn open_file(path: &Path) -> Result<(File, u64)> {
+    let file = File::open(path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            DatasetError::MissingFile {
+                path: path.to_path_buf(),
+            }
+        } else {
+            DatasetError::io(path, error)
+        }
+    })?;
+    let length = file
+        .metadata()
+        .map_err(|error| DatasetError::io(path, error))?
+        .len();
+    Ok((file, length))
+}
+
+impl IdxArray {
+    /// Memory-maps and validates an IDX file (raw, or `.gz` through the decompression cache).
+    ///
+    /// Opening is cheap: the header is read and the length checked, no data page is touched.
+    ///
+    /// # Safety
+    ///
+    /// This is memmap2's contract for [`memmap2::Mmap::map`]: the file must not be modified or
+    /// truncated (by this or any other process) while the array exists. Changing it changes the
+    /// bytes behind the slices this array hands out, and truncating it makes reading them raise
+    /// `SIGBUS`. Files written by this crate ([`crate::write_idx`], the `.gz` cache, fetching)
+    /// are replaced by renaming, never modified in place, so they satisfy this.
+    pub unsafe fn open_mapped(path: impl AsRef<Path>) -> Result<Self> {
+        let (path, compressed_source) = resolve_input(path.as_ref())?;
+        let (file, length) = open_file(&path)?;
+        if length == 0 {
+            // An empty file cannot be mapped on every platform, and cannot be valid anyway.
+            parse_idx_header(&[], &path, 0)?;
+        }
+        // SAFETY: the caller upholds memmap2's contract (stated under `# Safety` above): the file
+        // is not modified or truncated while the map lives. The map is read-only.
+        let map = unsafe { Mmap::map(&file) }.map_err(|error| DatasetError::io(&path, error))?;
+        let prefix = &map[..map.len().min(MAXIMUM_HEADER_LENGTH)];
+        let header = parse_idx_header(prefix, &path, map.len() as u64)?;
+        Ok(IdxArray {
+            path,
+            compressed_source,
+            header,
+            storage: Storage::Mapped(map),
+        })
+    }
+
+    /// Reads and validates an IDX file (raw, or `.gz` through the decompression cache) into
+    /// memory. Safe: later changes to the file do not affect the array.
+    ///
+    /// The header is checked against the file's length before the buffer for the data is
+    /// allocated.
+    pub fn open_owned(path: impl AsRef<Path>) -> Result<Self> {
+        let (path, compressed_source) = resolve_input(path.as_ref())?;
+        let (file, length) = open_file(&path)?;
+        let mut prefix = Vec::with_capacity(MAXIMUM_HEADER_LENGTH);
+        (&file)
+            .take(MAXIMUM_HEADER_LENGTH as u64)
+            .read_to_end(&mut prefix)
+            .map_err(|error| DatasetError::io(&path, error))?;
+        let header = parse_idx_header(&prefix, &path, length)?;
+        // The length is now known to equal header + data and to fit in usize.
+        let expected =
+            usize::try_from(header.file_length()).map_err(|_| DatasetError::SizeOverflow {
+                path: path.to_path_buf(),
+            })?;
+        let mut bytes = Vec::with_capacity(expected);
+        bytes.extend_from_slice(&prefix);
+        // Read one byte more than expected to notice a file that grew since its length was taken.
+        (&file)
+            .take((expected - prefix.len()) as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|error| DatasetError::io(&path, error))?;
+        header.check_length(&path, bytes.len() as u64)?;
+        Ok(IdxArray {
+            path,
+            compressed_source,
+            header,
+            storage: Storage::Owned(bytes),
+        })
+    }
+
+    /// Validates an IDX file already in memory (header and data). `path_for_errors` names it in
+    /// errors and is what [`IdxArray::path`] returns.
+    pub fn from_bytes(path_for_errors: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Self> {
+        let path = path_for_errors.into();
+        let header = parse_idx_header(&bytes, &path, bytes.len() as u64)?;
+        Ok(IdxArray {
+            path,
+            compressed_source: None,
+            header,
+            storage: Storage::Owned(bytes),
+        })
+    }
+
+    /// The file the bytes come from (for a `.gz` input: the decompressed cache file).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// For an array opened from a `.gz` file: that file. `None` otherwise.
+    pub fn compressed_source(&self) -> Option<&Path> {
+        self.compressed_source.as_deref()
+    }
+
+    /// The parsed header.
+    pub fn header(&self) -> &IdxHeader {
+        &self.header
+    }
+
+    /// The element type.
+    pub fn element_type(&self) -> ElementType {
+        self.header.element_type()
+    }
+
+    /// The size of each dimension, outermost first.
+    pub fn shape(&self) -> &[usize] {
+        self.header.dimensions()
+    }
+
+    /// The number of rows: the first dimension.
+    pub fn len(&self) -> usize {
+        self.shape()[0]
+    }
+
+    /// Whether the first dimension is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Elements per row: the product of the dimensions after the first (1 for rank 1).
+    pub fn row_length(&self) -> usize {
+        // Cannot overflow: the whole product was checked when the header was parsed.
+        self.shape()[1..].iter().product()
+    }
+
+    /// The number of elements: the product of all dimensions.
+    pub fn element_count(&self) -> usize {
+        // Fits: the data length (a multiple of it) was checked to fit in usize.
+        self.header.element_count() as usize
+    }
+
+    fn file_bytes(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Mapped(map) => map,
+            Storage::Owned(bytes) => bytes,
+        }
+    }
+
+    /// The raw big-endian data after the header, zero copy.
+    pub fn data_bytes(&self) -> &[u8] {
+        &self.file_bytes()[self.header.data_offset()..]
+    }
+
+    fn require(&self, expected: ElementType) -> Result<()> {
+        if self.element_type() == expected {
+            Ok(())
+        } else {
+            Err(DatasetError::WrongElementType {
+                path: self.path.clone(),
+                expected,
+                found: self.element_type(),
+            })
+        }
+    }
+
+    /// The data of a `u8` array, zero copy; [`DatasetError::WrongElementType`] otherwise.
+    pub fn as_u8(&self) -> Result<&[u8]> {
+        self.require(ElementType::U8)?;
+        Ok(self.data_bytes())
+    }
+
+    /// The data of an `i8` array, zero copy; [`DatasetError::WrongElementType`] otherwise.
+    pub fn as_i8(&self) -> Result<&[i8]> {
+        self.require(ElementType::I8)?;
+        let bytes = self.data_bytes();
+        // SAFETY: i8 and u8 have the same size and alignment (1) and every bit pattern is a valid
+        // i8; the pointer and length come from a live &[u8] borrowed from `self`, and the
+        // returned slice borrows `self` for the same lifetime, so the memory stays valid.
+        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) })
+    }
+
+    /// Row `index` of a `u8` array (e.g. one 28 x 28 image of an N x 28 x 28 file), zero copy.
+    /// `None` if `index` is out of range or the array is not `u8`.
+    pub fn row(&self, index: usize) -> Option<&[u8]> {
+        if self.element_type() != ElementType::U8 {
+            return None;
+        }
+        self.row_bytes(index)
+    }
+
+    /// The raw big-endian bytes of row `index` for any element type, zero copy. `None` if out of
+    /// range.
+    pub fn row_bytes(&self, index: usize) -> Option<&[u8]> {
+        if index >= self.len() {
+            return None;
+        }
+        let row_bytes = self.row_length() * self.element_type().size_in_bytes();
+        let start = index * row_bytes;
+        self.data_bytes().get(start..start + row_bytes)
+    }
+
+    /// Decodes the whole array into a vector (row-major); [`DatasetError::WrongElementType`] if
+    /// `T` is not the file's element type.
+    pub fn to_vec<T: IdxElement>(&self) -> Result<Vec<T>> {
+        self.require(T::ELEMENT_TYPE)?;
+        let mut values = Vec::with_capacity(self.element_count());
+        T::decode_big_endian(self.data_bytes(), &mut values);
+        Ok(values)
+    }
+
+    /// Decodes row `index` into a vector; `Ok(None)` if out of range.
+    pub fn row_to_vec<T: IdxElement>(&self, index: usize) -> Result<Option<Vec<T>>> {
+        self.require(T::ELEMENT_TYPE)?;
+        Ok(self.row_bytes(index).map(|bytes| {
+            let mut values = Vec::with_capacity(self.row_length());
+            T::decode_big_endian(bytes, &mut values);
+            values
+        }))
+    }
+
+    /// Whether the bytes are mapped or owned.
+    pub fn storage(&self) -> StorageKind {
+        match self.storage {
+            Storage::Mapped(_) => StorageKind::Mapped,
+            Storage::Owned(_) => StorageKind::Owned,
+        }
+    }
+
+    /// The length of the memory map (the whole file), 0 when owned.
+    pub fn mapped_bytes(&self) -> usize {
+        match &self.storage {
+            Storage::Mapped(map) => map.len(),
+            Storage::Owned(_) => 0,
+        }
+    }
+
+    /// The bytes this array owns on the heap (its buffer's capacity), 0 when mapped.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.storage {
+            Storage::Mapped(_) => 0,
+            Storage::Owned(bytes) => bytes.capacity(),
+        }
+    }
+
+    /// Tells the kernel how the mapped bytes will be read (`madvise`). Does nothing for owned
+    /// arrays or on platforms without `madvise`. The advice is only a hint; the data is the same.
+    pub fn advise(&self, pattern: AccessPattern) -> Result<()> {
+        #[cfg(unix)]
+        if let Storage::Mapped(map) = &self.storage {
+            use memmap2::Advice;
+            let advice = match pattern {
+                AccessPattern::Normal => Advice::Normal,
+                AccessPattern::Sequential => Advice::Sequential,
+                AccessPattern::Random => Advice::Random,
+                AccessPattern::WillNeed => Advice::WillNeed,
+            };
+            map.advise(advice)
+                .map_err(|error| DatasetError::io(&self.path, error))?;
+        }
+        #[cfg(not(unix))]
+        let _ = pattern;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::{encode_idx, write_idx};
+
+    #[test]
+    fn owned_and_mapped_agree_and_rows_are_zero_copy() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("images");
+        let data: Vec<u8> = (0..3 * 2 * 2).map(|value| value as u8).collect();
+        write_idx(&path, &[3, 2, 2], &data).unwrap();
+
+        let owned = IdxArray::open_owned(&path).unwrap();
+        // SAFETY: the temporary file is not modified while the array lives.
+        let mapped = unsafe { IdxArray::open_mapped(&path) }.unwrap();
+        for array in [&owned, &mapped] {
+            assert_eq!(array.shape(), &[3, 2, 2]);
+            assert_eq!(array.len(), 3);
+            assert_eq!(array.row_length(), 4);
+            assert_eq!(array.as_u8().unwrap(), data.as_slice());
+            assert_eq!(array.row(1).unwrap(), &[4, 5, 6, 7]);
+            assert_eq!(array.row(3), None);
+            let row = array.row(2).unwrap();
+            let data_range = array.data_bytes().as_ptr_range();
+            assert!(
+                data_range.contains(&row.as_ptr()),
+                "row points into the array's bytes"
+            );
+        }
+        assert_eq!(owned.storage(), StorageKind::Owned);
+        assert_eq!(owned.mapped_bytes(), 0);
+        assert!(owned.heap_bytes() >= 16 + 12);
+        assert_eq!(mapped.storage(), StorageKind::Mapped);
+        assert_eq!(mapped.mapped_bytes(), 16 + 12);
+        assert_eq!(mapped.heap_bytes(), 0);
+        for pattern in [
+            AccessPattern::Normal,
+            AccessPattern::Sequential,
+            AccessPattern::Random,
+            AccessPattern::WillNeed,
+        ] {
+            mapped.advise(pattern).unwrap();
+            owned.advise(pattern).unwrap();
+        }
+    }
+
+    #[test]
+    fn typed_access_checks_the_element_type() {
+        let bytes = encode_idx::<i16>(&[2], &[-1, 300]).unwrap();
+        let array = IdxArray::from_bytes("memory", bytes).unwrap();
+        assert_eq!(array.to_vec::<i16>().unwrap(), [-1, 300]);
+        assert_eq!(array.row(0), None, "row() is for u8 arrays");
+        assert_eq!(array.row_bytes(1).unwrap(), &[0x01, 0x2C]);
+        assert_eq!(array.row_to_vec::<i16>(1).unwrap(), Some(vec![300]));
+        assert!(matches!(
+            array.as_u8(),
+            Err(DatasetError::WrongElementType {
+                expected: ElementType::U8,
+                found: ElementType::I16,
+                ..
+            })
+        ));
+        assert!(matches!(
+            array.to_vec::<f32>(),
+            Err(DatasetError::WrongElementType { .. })
+        ));
+
+        let bytes = encode_idx::<i8>(&[3], &[-128, 0, 127]).unwrap();
+        let array = IdxArray::from_bytes("memory", bytes).unwrap();
+        assert_eq!(array.as_i8().unwrap(), &[-128, 0, 127]);
+        assert!(array.as_u8().is_err());
+    }
+
+    #[test]
+    fn missing_file_is_named() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("absent");
+        match IdxArray::open_owned(&path) {
+            Err(DatasetError::MissingFile { path: reported }) => assert_eq!(reported, path),
+            other => panic!("expected MissingFile, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_file_is_too_short_when_mapped() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("empty");
+        std::fs::write(&path, b"").unwrap();
+        // SAFETY: the temporary file is not modified while the array lives.
+        let result = unsafe { IdxArray::open_mapped(&path) };
+        assert!(matches!(
+            result,
+            Err(DatasetError::TooShortForHeader { length: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn arrays_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<IdxArray>();
+    }
+}
