@@ -1,0 +1,348 @@
+//! A batch: a view of pooled buffers that borrows its epoch.
+
+use std::fmt;
+use std::sync::Arc;
+
+use burn::tensor::{DType, Device, Tensor, TensorData};
+
+use crate::convert::{PixelFormat, convert_row};
+use crate::error::LoaderError;
+use crate::pool::{BufferPool, Pixels, SampleBuffers, Tracked};
+use crate::source::{ImageShape, ImageSource};
+use crate::tensor::{RawTensorBatch, TensorBatch, image_dims, labels_tensor, lend_pixels};
+
+/// The pixels of a batch, in the loader's [`PixelFormat`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BatchImages<'a> {
+    /// `f32` pixels (unit or normalized), `len * H * W` of them, image after image.
+    F32(&'a [f32]),
+    /// Raw `u8` pixels, `len * H * W` of them, image after image.
+    U8(&'a [u8]),
+}
+
+/// Buffers filled with one batch, on their way from a worker to the consumer.
+#[derive(Debug)]
+pub(crate) struct FilledBatch {
+    pub(crate) pixels: Tracked<Pixels>,
+    pub(crate) samples: Tracked<SampleBuffers>,
+}
+
+/// Fills pooled buffers with the samples `indices` of `source`, converted to `format`.
+///
+/// `scratch` is a per-thread buffer for sources that cannot lend their rows.
+pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
+    source: &S,
+    indices: &[usize],
+    format: PixelFormat,
+    pixels_per_image: usize,
+    pool: &BufferPool,
+    scratch: &mut Vec<u8>,
+) -> Result<FilledBatch, LoaderError> {
+    let mut pixels = pool.take_pixels();
+    let mut samples = pool.take_samples();
+    let used = indices.len() * pixels_per_image;
+    let result = {
+        let SampleBuffers {
+            labels,
+            indices: batch_indices,
+        } = samples.get_mut();
+        labels.clear();
+        batch_indices.clear();
+        batch_indices.extend_from_slice(indices);
+        match pixels.get_mut() {
+            Pixels::F32(values) => {
+                // Full-batch capacity, allocated zero-filled: resizing within it never
+                // reallocates, and only the first refill after a short batch writes zeros.
+                values.resize(used, 0.0);
+                let affine = format.affine().unwrap_or(crate::convert::Affine {
+                    scale: 1.0,
+                    offset: 0.0,
+                });
+                fill_rows(
+                    source,
+                    indices,
+                    pixels_per_image,
+                    values,
+                    labels,
+                    scratch,
+                    |row, out| convert_row(row, out, affine),
+                )
+            }
+            Pixels::U8(values) => {
+                values.resize(used, 0);
+                fill_rows(
+                    source,
+                    indices,
+                    pixels_per_image,
+                    values,
+                    labels,
+                    scratch,
+                    |row, out| out.copy_from_slice(row),
+                )
+            }
+        }
+    };
+    match result {
+        Ok(()) => Ok(FilledBatch { pixels, samples }),
+        Err(error) => {
+            pool.give_back_pixels(pixels);
+            pool.give_back_samples(samples);
+            Err(error)
+        }
+    }
+}
+
+fn fill_rows<S, T>(
+    source: &S,
+    indices: &[usize],
+    pixels_per_image: usize,
+    out: &mut [T],
+    labels: &mut Vec<i64>,
+    scratch: &mut Vec<u8>,
+    write_row: impl Fn(&[u8], &mut [T]),
+) -> Result<(), LoaderError>
+where
+    S: ImageSource + ?Sized,
+{
+    for (&index, out_row) in indices.iter().zip(out.chunks_exact_mut(pixels_per_image)) {
+        let label = match source.borrow_sample(index) {
+            Some((row, label)) => {
+                if row.len() != pixels_per_image {
+                    return Err(LoaderError::SampleSizeMismatch {
+                        index,
+                        expected: pixels_per_image,
+                        actual: row.len(),
+                    });
+                }
+                write_row(row, out_row);
+                label
+            }
+            None => {
+                scratch.resize(pixels_per_image, 0);
+                let label = source.read_sample(index, scratch)?;
+                write_row(scratch, out_row);
+                label
+            }
+        };
+        labels.push(label);
+    }
+    Ok(())
+}
+
+/// One batch of an epoch: images, labels and the sample indices they came from.
+///
+/// Its buffers belong to the epoch's pool and go back to it when the batch is dropped, so a
+/// batch cannot outlive its epoch (it borrows it). [`into_tensors`](Batch::into_tensors) lends
+/// the pixel buffer to Burn without a copy.
+pub struct Batch<'epoch> {
+    pixels: Option<Tracked<Pixels>>,
+    samples: Option<Tracked<SampleBuffers>>,
+    shape: ImageShape,
+    format: PixelFormat,
+    pool: &'epoch Arc<BufferPool>,
+}
+
+impl<'epoch> Batch<'epoch> {
+    pub(crate) fn new(
+        filled: FilledBatch,
+        shape: ImageShape,
+        format: PixelFormat,
+        pool: &'epoch Arc<BufferPool>,
+    ) -> Self {
+        Self {
+            pixels: Some(filled.pixels),
+            samples: Some(filled.samples),
+            shape,
+            format,
+            pool,
+        }
+    }
+
+    fn samples(&self) -> &SampleBuffers {
+        // Present until `into_*` consumes the batch.
+        self.samples.as_ref().map_or(&EMPTY_SAMPLES, Tracked::get)
+    }
+
+    /// The number of samples.
+    pub fn len(&self) -> usize {
+        self.samples().labels.len()
+    }
+
+    /// Whether the batch has no sample (never true for a batch an epoch yields).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The shape of each image.
+    pub fn image_shape(&self) -> ImageShape {
+        self.shape
+    }
+
+    /// The pixel format of [`images`](Batch::images).
+    pub fn pixel_format(&self) -> PixelFormat {
+        self.format
+    }
+
+    /// The pixels, image after image, row-major.
+    pub fn images(&self) -> BatchImages<'_> {
+        match self.pixels.as_ref().map(Tracked::get) {
+            Some(Pixels::F32(values)) => BatchImages::F32(values),
+            Some(Pixels::U8(values)) => BatchImages::U8(values),
+            None => BatchImages::U8(&[]),
+        }
+    }
+
+    /// The pixels as `f32`, if the loader converts to a float format.
+    pub fn images_f32(&self) -> Option<&[f32]> {
+        match self.images() {
+            BatchImages::F32(values) => Some(values),
+            BatchImages::U8(_) => None,
+        }
+    }
+
+    /// The raw `u8` pixels, if the loader is configured for [`PixelFormat::RawU8`].
+    pub fn images_u8(&self) -> Option<&[u8]> {
+        match self.images() {
+            BatchImages::U8(values) => Some(values),
+            BatchImages::F32(_) => None,
+        }
+    }
+
+    /// The labels, one per image.
+    pub fn labels(&self) -> &[i64] {
+        &self.samples().labels
+    }
+
+    /// The sample index of each image in the source.
+    pub fn indices(&self) -> &[usize] {
+        &self.samples().indices
+    }
+
+    fn float_mismatch(&self) -> LoaderError {
+        LoaderError::PixelFormatMismatch {
+            requested: "float",
+            configured: self.format.name(),
+        }
+    }
+
+    fn raw_mismatch(&self) -> LoaderError {
+        LoaderError::PixelFormatMismatch {
+            requested: "raw u8",
+            configured: self.format.name(),
+        }
+    }
+
+    /// Float image and label tensors on `device`, copying the pixels once and keeping the
+    /// batch.
+    ///
+    /// # Errors
+    ///
+    /// [`LoaderError::UnsupportedTensorRank`] unless `D` is 2, 3 or 4, and
+    /// [`LoaderError::PixelFormatMismatch`] for a raw batch.
+    pub fn to_tensors<const D: usize>(
+        &self,
+        device: &Device,
+    ) -> Result<TensorBatch<D>, LoaderError> {
+        let dims = image_dims::<D>(self.len(), self.shape)?;
+        let values = self.images_f32().ok_or_else(|| self.float_mismatch())?;
+        let images = Tensor::from_data(TensorData::new(values.to_vec(), dims), device);
+        Ok(TensorBatch {
+            images,
+            labels: labels_tensor(self.labels(), device),
+        })
+    }
+
+    /// Float image and label tensors on `device`, lending the pixel buffer to Burn instead of
+    /// copying it (see the crate documentation for what each backend does with it).
+    ///
+    /// # Errors
+    ///
+    /// As [`to_tensors`](Batch::to_tensors).
+    pub fn into_tensors<const D: usize>(
+        mut self,
+        device: &Device,
+    ) -> Result<TensorBatch<D>, LoaderError> {
+        let dims = image_dims::<D>(self.len(), self.shape)?;
+        if self.images_f32().is_none() {
+            return Err(self.float_mismatch());
+        }
+        let labels = labels_tensor(self.labels(), device);
+        let pixels = self.pixels.take().ok_or_else(|| self.float_mismatch())?;
+        let data = lend_pixels(pixels, Arc::clone(self.pool), dims);
+        Ok(TensorBatch {
+            images: Tensor::from_data(data, device),
+            labels,
+        })
+    }
+
+    /// Raw `u8` image tensors (dtype `U8`) and label tensors on `device`, copying the pixels
+    /// once and keeping the batch.
+    ///
+    /// # Errors
+    ///
+    /// [`LoaderError::UnsupportedTensorRank`] unless `D` is 2, 3 or 4, and
+    /// [`LoaderError::PixelFormatMismatch`] for a float batch.
+    pub fn to_raw_tensors<const D: usize>(
+        &self,
+        device: &Device,
+    ) -> Result<RawTensorBatch<D>, LoaderError> {
+        let dims = image_dims::<D>(self.len(), self.shape)?;
+        let values = self.images_u8().ok_or_else(|| self.raw_mismatch())?;
+        let images = Tensor::from_data(TensorData::new(values.to_vec(), dims), (device, DType::U8));
+        Ok(RawTensorBatch {
+            images,
+            labels: labels_tensor(self.labels(), device),
+        })
+    }
+
+    /// Raw `u8` image tensors (dtype `U8`) and label tensors on `device`, lending the pixel
+    /// buffer to Burn instead of copying it.
+    ///
+    /// # Errors
+    ///
+    /// As [`to_raw_tensors`](Batch::to_raw_tensors).
+    pub fn into_raw_tensors<const D: usize>(
+        mut self,
+        device: &Device,
+    ) -> Result<RawTensorBatch<D>, LoaderError> {
+        let dims = image_dims::<D>(self.len(), self.shape)?;
+        if self.images_u8().is_none() {
+            return Err(self.raw_mismatch());
+        }
+        let labels = labels_tensor(self.labels(), device);
+        let pixels = self.pixels.take().ok_or_else(|| self.raw_mismatch())?;
+        let data = lend_pixels(pixels, Arc::clone(self.pool), dims);
+        Ok(RawTensorBatch {
+            images: Tensor::from_data(data, (device, DType::U8)),
+            labels,
+        })
+    }
+}
+
+static EMPTY_SAMPLES: SampleBuffers = SampleBuffers {
+    labels: Vec::new(),
+    indices: Vec::new(),
+};
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        if let Some(pixels) = self.pixels.take() {
+            self.pool.give_back_pixels(pixels);
+        }
+        if let Some(samples) = self.samples.take() {
+            self.pool.give_back_samples(samples);
+        }
+    }
+}
+
+impl fmt::Debug for Batch<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Batch")
+            .field("len", &self.len())
+            .field("image_shape", &self.shape)
+            .field("pixel_format", &self.format)
+            .field("indices", &self.indices())
+            .finish()
+    }
+}

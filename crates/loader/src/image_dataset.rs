@@ -1,0 +1,34 @@
+//! [`ImageSource`] for the IDX datasets of `reclaim-dataset`, zero-copy.
+
+use crate::error::LoaderError;
+use crate::source::{ImageShape, ImageSource};
+
+impl ImageSource for reclaim_dataset::ImageDataset {
+    fn len(&self) -> usize {
+        reclaim_dataset::ImageDataset::len(self)
+    }
+
+    fn image_shape(&self) -> ImageShape {
+        ImageShape {
+            height: self.image_height(),
+            width: self.image_width(),
+        }
+    }
+
+    fn borrow_sample(&self, index: usize) -> Option<(&[u8], i64)> {
+        Some((self.image(index), i64::from(self.label(index))))
+    }
+
+    fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
+        let image = self.image(index);
+        if image.len() != pixels.len() {
+            return Err(LoaderError::SampleSizeMismatch {
+                index,
+                expected: pixels.len(),
+                actual: image.len(),
+            });
+        }
+        pixels.copy_from_slice(image);
+        Ok(i64::from(self.label(index)))
+    }
+}

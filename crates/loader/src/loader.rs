@@ -1,0 +1,422 @@
+//! The loader, its configuration, and the borrowing epoch.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::thread::{Scope, ScopedJoinHandle};
+
+use crate::batch::Batch;
+use crate::convert::{Normalization, PixelFormat};
+use crate::epoch::{EpochCore, EpochPlan, PlanSettings, WorkerContext};
+use crate::error::LoaderError;
+use crate::pool::{Category, MemoryAccounting, MemoryReport, Tracked};
+use crate::sampler::{Sampler, Sampling, batch_count};
+use crate::source::ImageSource;
+use crate::state::LoaderState;
+
+/// How a [`Loader`] samples, batches, converts and prefetches.
+#[derive(Clone, Debug)]
+pub struct LoaderConfig {
+    /// Samples per batch (at least 1).
+    pub batch_size: usize,
+    /// Whether to drop the last batch of an epoch when it is shorter than `batch_size`.
+    pub drop_last: bool,
+    /// Which sampler chooses each epoch's indices.
+    pub sampling: Sampling,
+    /// The run's seed; every epoch's order derives from it and the epoch number only.
+    pub seed: u64,
+    /// Worker threads making batches ahead of the consumer; 0 makes them on the consumer's
+    /// thread, when asked for.
+    pub num_workers: usize,
+    /// Batches each worker may have made ahead (at least 1 when there are workers).
+    pub prefetch: usize,
+    /// What pixels become.
+    pub pixel_format: PixelFormat,
+}
+
+impl Default for LoaderConfig {
+    /// Batches of 64, shuffled with seed 0, `f32` pixels in `[0, 1]`, no worker, prefetch 2.
+    fn default() -> Self {
+        Self {
+            batch_size: 64,
+            drop_last: false,
+            sampling: Sampling::Shuffled,
+            seed: 0,
+            num_workers: 0,
+            prefetch: 2,
+            pixel_format: PixelFormat::UnitF32,
+        }
+    }
+}
+
+impl LoaderConfig {
+    /// The MNIST training recipe: batches of 64, shuffled with `seed`, pixels normalized with
+    /// MNIST's mean and standard deviation.
+    pub fn mnist_training(seed: u64) -> Self {
+        Self {
+            seed,
+            pixel_format: PixelFormat::NormalizedF32(Normalization::MNIST),
+            ..Self::default()
+        }
+    }
+
+    /// The MNIST evaluation recipe: batches of 64 in order, pixels normalized like in training.
+    pub fn mnist_evaluation() -> Self {
+        Self {
+            sampling: Sampling::Sequential,
+            ..Self::mnist_training(0)
+        }
+    }
+}
+
+/// A validated configuration with its sampler built, shared by [`Loader`] and the Burn
+/// adapter.
+#[derive(Debug)]
+pub(crate) struct LoaderCore {
+    pub(crate) config: LoaderConfig,
+    pub(crate) sampler: Arc<dyn Sampler>,
+    pub(crate) settings: PlanSettings,
+    pub(crate) accounting: Arc<MemoryAccounting>,
+}
+
+impl LoaderCore {
+    pub(crate) fn new<S: ImageSource + ?Sized>(
+        source: &S,
+        config: LoaderConfig,
+    ) -> Result<Self, LoaderError> {
+        let batch_size = NonZeroUsize::new(config.batch_size).ok_or(LoaderError::ZeroBatchSize)?;
+        if config.num_workers > 0 && config.prefetch == 0 {
+            return Err(LoaderError::ZeroPrefetch {
+                num_workers: config.num_workers,
+            });
+        }
+        if let PixelFormat::NormalizedF32(normalization) = config.pixel_format {
+            normalization.validate()?;
+        }
+        let shape = source.image_shape();
+        let pixels_per_image = match shape.pixels() {
+            Some(0) | None => {
+                return Err(LoaderError::EmptyImages {
+                    height: shape.height,
+                    width: shape.width,
+                });
+            }
+            Some(pixels) => pixels,
+        };
+        let too_large = LoaderError::BatchTooLarge {
+            batch_size: batch_size.get(),
+            pixels_per_image,
+        };
+        let batch_bytes = batch_size
+            .get()
+            .checked_mul(pixels_per_image)
+            .and_then(|pixels| pixels.checked_mul(config.pixel_format.bytes_per_pixel()))
+            .ok_or(too_large)?;
+        if isize::try_from(batch_bytes).is_err() {
+            return Err(LoaderError::BatchTooLarge {
+                batch_size: batch_size.get(),
+                pixels_per_image,
+            });
+        }
+        let sampler = config.sampling.build(source.len())?;
+        Ok(Self {
+            settings: PlanSettings {
+                batch_size,
+                drop_last: config.drop_last,
+                format: config.pixel_format,
+                shape,
+                pixels_per_image,
+            },
+            config,
+            sampler,
+            accounting: Arc::new(MemoryAccounting::default()),
+        })
+    }
+
+    pub(crate) fn plan(&self, seed: u64, epoch: u64, start: u64) -> Result<EpochPlan, LoaderError> {
+        let order = Tracked::new(
+            self.sampler.epoch_indices(seed, epoch),
+            Category::Order,
+            &self.accounting,
+        );
+        EpochPlan::new(seed, epoch, order, start, self.settings)
+    }
+
+    pub(crate) fn plan_for_state(&self, state: &LoaderState) -> Result<EpochPlan, LoaderError> {
+        if state.seed != self.config.seed {
+            return Err(LoaderError::StateSeedMismatch {
+                state_seed: state.seed,
+                loader_seed: self.config.seed,
+            });
+        }
+        self.plan(state.seed, state.epoch, state.position)
+    }
+
+    pub(crate) fn batches_per_epoch(&self) -> usize {
+        batch_count(
+            self.sampler.len(),
+            self.settings.batch_size,
+            self.config.drop_last,
+        )
+    }
+}
+
+/// Makes batches from a source it borrows.
+///
+/// A loader cannot outlive its source, an [`Epoch`] cannot outlive its loader, and a
+/// [`Batch`] cannot outlive its epoch: when the last of them goes, every byte the loader
+/// allocated has been freed (see [`memory_report`](Loader::memory_report)).
+///
+/// Epochs run their worker threads in a [`std::thread::scope`] you provide, so no thread can
+/// outlive the data it reads.
+pub struct Loader<'dataset, S: ImageSource + ?Sized> {
+    source: &'dataset S,
+    core: LoaderCore,
+}
+
+impl<'dataset, S: ImageSource + ?Sized> Loader<'dataset, S> {
+    /// A loader over `source`.
+    ///
+    /// # Errors
+    ///
+    /// A configuration the source cannot satisfy: [`LoaderError::ZeroBatchSize`],
+    /// [`LoaderError::ZeroPrefetch`], [`LoaderError::InvalidNormalization`],
+    /// [`LoaderError::EmptyImages`], [`LoaderError::BatchTooLarge`], and the sampler's errors.
+    pub fn new(source: &'dataset S, config: LoaderConfig) -> Result<Self, LoaderError> {
+        let core = LoaderCore::new(source, config)?;
+        Ok(Self { source, core })
+    }
+
+    /// The source.
+    pub fn source(&self) -> &'dataset S {
+        self.source
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LoaderConfig {
+        &self.core.config
+    }
+
+    /// The sampler built from the configuration.
+    pub fn sampler(&self) -> &Arc<dyn Sampler> {
+        &self.core.sampler
+    }
+
+    /// Samples per epoch (including a last batch `drop_last` would drop).
+    pub fn samples_per_epoch(&self) -> usize {
+        self.core.sampler.len()
+    }
+
+    /// Batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.core.batches_per_epoch()
+    }
+
+    /// Bytes the loader holds now (buffers, epoch orders, queue slots) and at its peak.
+    pub fn memory_report(&self) -> MemoryReport {
+        self.core.accounting.report()
+    }
+
+    /// Starts epoch `epoch`, with this loader's workers running in `scope`.
+    ///
+    /// ```
+    /// use reclaim_loader::{ImageShape, Loader, LoaderConfig, RawImages};
+    ///
+    /// let pixels = vec![255u8; 10 * 4];
+    /// let labels: Vec<u8> = (0..10).collect();
+    /// let source = RawImages::new(&pixels, &labels, ImageShape { height: 2, width: 2 }).unwrap();
+    /// let config = LoaderConfig { batch_size: 4, num_workers: 2, ..LoaderConfig::default() };
+    /// let loader = Loader::new(&source, config).unwrap();
+    /// std::thread::scope(|scope| {
+    ///     let epoch = loader.epoch(scope, 0).unwrap();
+    ///     let sizes: Vec<usize> = epoch.batches().map(|batch| batch.unwrap().len()).collect();
+    ///     assert_eq!(sizes, [4, 4, 2]);
+    /// });
+    /// assert_eq!(loader.memory_report().current_bytes, 0);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`LoaderError::SpawnWorker`] if a worker thread cannot be started.
+    pub fn epoch<'loader, 'scope>(
+        &'loader self,
+        scope: &'scope Scope<'scope, '_>,
+        epoch: u64,
+    ) -> Result<Epoch<'loader, 'scope, S>, LoaderError>
+    where
+        'dataset: 'scope,
+    {
+        let plan = self.core.plan(self.core.config.seed, epoch, 0)?;
+        self.start(scope, plan)
+    }
+
+    /// Resumes the epoch `state` was taken in: yields exactly the batches it had left.
+    ///
+    /// # Errors
+    ///
+    /// [`LoaderError::StateSeedMismatch`] when the state comes from a run with another seed,
+    /// [`LoaderError::StatePositionOutOfRange`] when its position is past its epoch's end, and
+    /// [`LoaderError::SpawnWorker`].
+    pub fn resume<'loader, 'scope>(
+        &'loader self,
+        scope: &'scope Scope<'scope, '_>,
+        state: &LoaderState,
+    ) -> Result<Epoch<'loader, 'scope, S>, LoaderError>
+    where
+        'dataset: 'scope,
+    {
+        let plan = self.core.plan_for_state(state)?;
+        self.start(scope, plan)
+    }
+
+    fn start<'loader, 'scope>(
+        &'loader self,
+        scope: &'scope Scope<'scope, '_>,
+        plan: EpochPlan,
+    ) -> Result<Epoch<'loader, 'scope, S>, LoaderError>
+    where
+        'dataset: 'scope,
+    {
+        let source: &'dataset S = self.source;
+        let core = EpochCore::start(
+            plan,
+            &self.core.accounting,
+            self.core.config.num_workers,
+            self.core.config.prefetch,
+            |context: WorkerContext| {
+                std::thread::Builder::new()
+                    .name(context.thread_name())
+                    .spawn_scoped(scope, move || context.run(source))
+            },
+        )?;
+        Ok(Epoch {
+            source: self.source,
+            core,
+        })
+    }
+}
+
+impl<S: ImageSource + ?Sized> fmt::Debug for Loader<'_, S> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Loader")
+            .field("source_len", &self.source.len())
+            .field("image_shape", &self.core.settings.shape)
+            .field("config", &self.core.config)
+            .field("memory", &self.memory_report())
+            .finish()
+    }
+}
+
+/// One pass over the data, borrowing its loader.
+///
+/// Iterate it by reference (`for batch in &epoch`) or with [`batches`](Epoch::batches); batches
+/// come in the sampler's order whatever the number of workers. Dropping it, finished or not,
+/// stops its workers, waits for them, and frees every buffer that is not lent to a tensor.
+pub struct Epoch<'loader, 'scope, S: ImageSource + ?Sized> {
+    source: &'loader S,
+    core: EpochCore<ScopedJoinHandle<'scope, ()>>,
+}
+
+impl<S: ImageSource + ?Sized> Epoch<'_, '_, S> {
+    /// The next batch, `None` at the end of the epoch or after an error.
+    pub fn next_batch(&self) -> Option<Result<Batch<'_>, LoaderError>> {
+        let plan = self.core.plan();
+        let (shape, format) = (plan.shape, plan.format);
+        self.core.next_filled(self.source).map(|outcome| {
+            outcome.map(|filled| Batch::new(filled, shape, format, self.core.pool()))
+        })
+    }
+
+    /// An iterator over the batches not yet handed out.
+    pub fn batches(&self) -> Batches<'_, S> {
+        Batches { epoch: self }
+    }
+
+    /// The epoch number.
+    pub fn number(&self) -> u64 {
+        self.core.plan().epoch
+    }
+
+    /// Batches this epoch will still hand out.
+    pub fn remaining_batches(&self) -> usize {
+        self.core.remaining_batches()
+    }
+
+    /// Batches handed out so far.
+    pub fn batches_delivered(&self) -> usize {
+        self.core.batches_delivered()
+    }
+
+    /// Whether every batch has been handed out (or an error ended the epoch).
+    pub fn is_finished(&self) -> bool {
+        self.core.is_finished()
+    }
+
+    /// Where this epoch stands: save it with a checkpoint after the batches it counts have been
+    /// used, and give it to [`Loader::resume`] to carry on from there.
+    pub fn state(&self) -> LoaderState {
+        self.core.state()
+    }
+}
+
+impl<S: ImageSource + ?Sized> fmt::Debug for Epoch<'_, '_, S> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Epoch")
+            .field("state", &self.state())
+            .field("remaining_batches", &self.remaining_batches())
+            .finish()
+    }
+}
+
+/// The batches of an [`Epoch`], in order.
+pub struct Batches<'epoch, S: ImageSource + ?Sized> {
+    epoch: &'epoch dyn EpochBatches<S>,
+}
+
+/// Object-safe view of an epoch for its iterator (hides the epoch's lifetimes).
+trait EpochBatches<S: ImageSource + ?Sized> {
+    fn next_batch(&self) -> Option<Result<Batch<'_>, LoaderError>>;
+    fn remaining_batches(&self) -> usize;
+}
+
+impl<S: ImageSource + ?Sized> EpochBatches<S> for Epoch<'_, '_, S> {
+    fn next_batch(&self) -> Option<Result<Batch<'_>, LoaderError>> {
+        Epoch::next_batch(self)
+    }
+
+    fn remaining_batches(&self) -> usize {
+        Epoch::remaining_batches(self)
+    }
+}
+
+impl<'epoch, S: ImageSource + ?Sized> Iterator for Batches<'epoch, S> {
+    type Item = Result<Batch<'epoch>, LoaderError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.epoch.next_batch()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.epoch.remaining_batches()))
+    }
+}
+
+impl<S: ImageSource + ?Sized> fmt::Debug for Batches<'_, S> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Batches")
+            .field("remaining_batches", &self.epoch.remaining_batches())
+            .finish()
+    }
+}
+
+impl<'epoch, S: ImageSource + ?Sized> IntoIterator for &'epoch Epoch<'_, '_, S> {
+    type Item = Result<Batch<'epoch>, LoaderError>;
+    type IntoIter = Batches<'epoch, S>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.batches()
+    }
+}

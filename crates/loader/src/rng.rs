@@ -1,0 +1,160 @@
+//! A small, fixed pseudo-random generator (xoshiro256++ seeded through SplitMix64).
+//!
+//! The loader owns its generator rather than borrowing `rand`'s so that the permutation of an
+//! epoch depends only on `(seed, epoch)` and this file: upgrading a dependency can never change
+//! which batches a resumed run sees.
+
+/// One step of SplitMix64: advances `state` and returns a well-mixed 64-bit value.
+fn split_mix_64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut mixed = *state;
+    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    mixed ^ (mixed >> 31)
+}
+
+/// Which use a generator is for, so that two samplers given the same seed and epoch do not
+/// draw the same stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stream {
+    Shuffle = 1,
+    Subset = 2,
+    WeightedWithReplacement = 3,
+    WeightedWithoutReplacement = 4,
+    Distributed = 5,
+}
+
+/// xoshiro256++ (Blackman and Vigna), a fast generator with a 256-bit state.
+#[derive(Clone, Debug)]
+pub(crate) struct EpochRng {
+    state: [u64; 4],
+}
+
+impl EpochRng {
+    /// The generator for `epoch` of a run seeded with `seed`, for the use `stream`.
+    pub(crate) fn new(seed: u64, epoch: u64, stream: Stream) -> Self {
+        let mut mixer = seed;
+        let seed_word = split_mix_64(&mut mixer);
+        let mut mixer = epoch ^ 0xD1B5_4A32_D192_ED03;
+        let epoch_word = split_mix_64(&mut mixer);
+        let mut state_seed = seed_word ^ epoch_word.rotate_left(17) ^ (stream as u64);
+        let mut state = [0u64; 4];
+        for word in &mut state {
+            *word = split_mix_64(&mut state_seed);
+        }
+        // SplitMix64 output is a bijection of its counter, so four consecutive outputs are never
+        // all zero (the one forbidden xoshiro state).
+        Self { state }
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        let [s0, s1, s2, s3] = &mut self.state;
+        let result = s0.wrapping_add(*s3).rotate_left(23).wrapping_add(*s0);
+        let t = *s1 << 17;
+        *s2 ^= *s0;
+        *s3 ^= *s1;
+        *s1 ^= *s2;
+        *s0 ^= *s3;
+        *s2 ^= t;
+        *s3 = s3.rotate_left(45);
+        result
+    }
+
+    /// A uniform integer in `0..bound` (Lemire's nearly divisionless method, unbiased).
+    ///
+    /// `bound` must be at least 1.
+    pub(crate) fn below(&mut self, bound: usize) -> usize {
+        debug_assert!(bound > 0);
+        let bound = bound as u64;
+        let mut product = u128::from(self.next_u64()) * u128::from(bound);
+        let mut low = product as u64;
+        if low < bound {
+            let threshold = bound.wrapping_neg() % bound;
+            while low < threshold {
+                product = u128::from(self.next_u64()) * u128::from(bound);
+                low = product as u64;
+            }
+        }
+        (product >> 64) as usize
+    }
+
+    /// A uniform `f64` in `[0, 1)` with 53 random bits.
+    pub(crate) fn unit_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Shuffles `values` in place (Fisher-Yates).
+    pub(crate) fn shuffle<T>(&mut self, values: &mut [T]) {
+        for last in (1..values.len()).rev() {
+            let other = self.below(last + 1);
+            values.swap(last, other);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_and_epoch_give_the_same_stream() {
+        let mut first = EpochRng::new(42, 3, Stream::Shuffle);
+        let mut second = EpochRng::new(42, 3, Stream::Shuffle);
+        for _ in 0..100 {
+            assert_eq!(first.next_u64(), second.next_u64());
+        }
+    }
+
+    #[test]
+    fn epochs_seeds_and_streams_give_different_streams() {
+        let draw = |seed, epoch, stream| {
+            let mut rng = EpochRng::new(seed, epoch, stream);
+            (0..4).map(|_| rng.next_u64()).collect::<Vec<_>>()
+        };
+        let base = draw(42, 3, Stream::Shuffle);
+        assert_ne!(base, draw(42, 4, Stream::Shuffle));
+        assert_ne!(base, draw(43, 3, Stream::Shuffle));
+        assert_ne!(base, draw(42, 3, Stream::Subset));
+        // Seed and epoch do not play symmetric roles.
+        assert_ne!(draw(1, 2, Stream::Shuffle), draw(2, 1, Stream::Shuffle));
+    }
+
+    #[test]
+    fn below_stays_in_range_and_reaches_every_value() {
+        let mut rng = EpochRng::new(7, 0, Stream::Shuffle);
+        let mut seen = [0usize; 7];
+        for _ in 0..7000 {
+            let value = rng.below(7);
+            seen[value] += 1;
+        }
+        // Each bucket expects 1000; a fair generator stays well within 800..1200.
+        assert!(
+            seen.iter().all(|&count| (800..1200).contains(&count)),
+            "{seen:?}"
+        );
+        assert_eq!(rng.below(1), 0);
+    }
+
+    #[test]
+    fn unit_f64_is_in_the_half_open_unit_interval() {
+        let mut rng = EpochRng::new(9, 9, Stream::WeightedWithReplacement);
+        let mut sum = 0.0;
+        for _ in 0..10_000 {
+            let value = rng.unit_f64();
+            assert!((0.0..1.0).contains(&value));
+            sum += value;
+        }
+        let mean = sum / 10_000.0;
+        assert!((0.48..0.52).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation_and_moves_things() {
+        let mut rng = EpochRng::new(1, 1, Stream::Shuffle);
+        let mut values: Vec<usize> = (0..1000).collect();
+        rng.shuffle(&mut values);
+        assert_ne!(values, (0..1000).collect::<Vec<_>>());
+        values.sort_unstable();
+        assert_eq!(values, (0..1000).collect::<Vec<_>>());
+    }
+}
