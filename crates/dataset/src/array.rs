@@ -223,8 +223,8 @@ impl IdxArray {
 
     /// Elements per row: the product of the dimensions after the first (1 for rank 1).
     pub fn row_length(&self) -> usize {
-        // Cannot overflow: the whole product was checked when the header was parsed.
-        self.shape()[1..].iter().product()
+        // Fits: a row's byte size was checked to fit in usize when the header was parsed.
+        self.header.row_length() as usize
     }
 
     /// The number of elements: the product of all dimensions.

@@ -17,7 +17,19 @@ pub struct IdxHeader {
     element_type: ElementType,
     dimensions: Vec<usize>,
     element_count: u64,
+    row_length: u64,
     data_length: u64,
+}
+
+/// The product of `sizes`, or `None` on overflow. Exactly 0 when any size is 0, whatever the
+/// others (so `[5, 2^32 - 1, 2^32 - 1, 0]` is an empty array, not an overflow).
+fn checked_product(sizes: &[u32]) -> Option<u64> {
+    if sizes.contains(&0) {
+        return Some(0);
+    }
+    sizes
+        .iter()
+        .try_fold(1u64, |product, &size| product.checked_mul(u64::from(size)))
 }
 
 impl IdxHeader {
@@ -44,6 +56,11 @@ impl IdxHeader {
     /// The number of elements: the product of the dimensions.
     pub fn element_count(&self) -> u64 {
         self.element_count
+    }
+
+    /// Elements per row: the product of the dimensions after the first (1 for rank 1).
+    pub fn row_length(&self) -> u64 {
+        self.row_length
     }
 
     /// The data's length in bytes: element count times element size.
@@ -97,27 +114,34 @@ impl IdxHeader {
             path: path.to_path_buf(),
         };
         // At most 255 entries: bounded by the format, not by the header's claims.
-        let mut dimensions = Vec::with_capacity(usize::from(rank));
-        let mut element_count: u64 = 1;
-        for chunk in dimension_bytes.chunks_exact(4) {
-            let size = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            element_count = element_count
-                .checked_mul(u64::from(size))
-                .ok_or_else(overflow)?;
-            dimensions.push(usize::try_from(size).map_err(|_| overflow())?);
-        }
+        let sizes: Vec<u32> = dimension_bytes
+            .chunks_exact(4)
+            .map(|chunk| u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+            .collect();
+        let element_size = element_type.size_in_bytes() as u64;
+        let element_count = checked_product(&sizes).ok_or_else(overflow)?;
         let data_length = element_count
-            .checked_mul(element_type.size_in_bytes() as u64)
+            .checked_mul(element_size)
             .ok_or_else(overflow)?;
         let file_length = data_length
             .checked_add(header_length as u64)
             .ok_or_else(overflow)?;
-        // The whole file must be addressable as one slice on this machine.
+        // One row's size must be computable too, even when there are no rows (`[0, 2^32 - 1,
+        // 2^32 - 1, 2^32 - 1]` holds nothing, but its rows would overflow).
+        let row_length = checked_product(&sizes[1..]).ok_or_else(overflow)?;
+        let row_bytes = row_length.checked_mul(element_size).ok_or_else(overflow)?;
+        // The whole file, and a row, must be addressable as one slice on this machine.
         usize::try_from(file_length).map_err(|_| overflow())?;
+        usize::try_from(row_bytes).map_err(|_| overflow())?;
+        let dimensions = sizes
+            .iter()
+            .map(|&size| usize::try_from(size).map_err(|_| overflow()))
+            .collect::<Result<Vec<usize>>>()?;
         Ok(IdxHeader {
             element_type,
             dimensions,
             element_count,
+            row_length,
             data_length,
         })
     }
@@ -261,6 +285,29 @@ mod tests {
             parse(&bytes),
             Err(DatasetError::SizeOverflow { .. })
         ));
+    }
+
+    #[test]
+    fn size_overflow_of_a_row_in_an_empty_array() {
+        // No rows, but each row would hold (2^32 - 1)^3 elements: found by fuzzing.
+        let mut bytes = vec![0, 0, 0x08, 4, 0, 0, 0, 0];
+        for _ in 0..3 {
+            bytes.extend_from_slice(&u32::MAX.to_be_bytes());
+        }
+        assert!(matches!(
+            parse(&bytes),
+            Err(DatasetError::SizeOverflow { .. })
+        ));
+    }
+
+    #[test]
+    fn a_zero_anywhere_makes_an_empty_array_not_an_overflow() {
+        let mut bytes = vec![0, 0, 0x0E, 4, 0, 0, 0, 5];
+        bytes.extend_from_slice(&u32::MAX.to_be_bytes());
+        bytes.extend_from_slice(&u32::MAX.to_be_bytes());
+        bytes.extend_from_slice(&0u32.to_be_bytes());
+        let header = parse(&bytes).expect("an empty array");
+        assert_eq!((header.element_count(), header.row_length()), (0, 0));
     }
 
     #[test]

@@ -165,6 +165,12 @@ impl ImageDataset {
     ///
     /// If `index >= self.len()`.
     pub fn image(&self, index: usize) -> &[u8] {
+        assert!(
+            index < self.len(),
+            "image index {index} out of range for {} images",
+            self.len()
+        );
+        // Cannot overflow: index < len, and len x pixels is the validated data length.
         let pixels = self.pixels_per_image();
         &self.pixels()[index * pixels..(index + 1) * pixels]
     }
@@ -250,6 +256,18 @@ mod tests {
         assert_eq!(dataset.label_histogram(), [1, 0, 2]);
         assert_eq!(dataset.heap_bytes(), (16 + 24) + (8 + 3));
         assert_eq!(dataset.mapped_bytes(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "image index 3 out of range for 3 images")]
+    fn image_index_out_of_range_panics_as_documented() {
+        let dataset = ImageDataset::from_arrays(
+            array::<u8>("images", &[3, 1, 1], &[0, 0, 0]),
+            array::<u8>("labels", &[3], &[0, 0, 0]),
+            10,
+        )
+        .unwrap();
+        let _ = dataset.image(3);
     }
 
     #[test]
