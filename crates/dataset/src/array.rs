@@ -9,7 +9,7 @@ use memmap2::Mmap;
 
 use crate::element::{ElementType, IdxElement};
 use crate::error::{DatasetError, Result};
-use crate::gz::{decompress_gz_cached, is_gz_path};
+use crate::gz::{decompress_gz_cached, decompress_validated, is_gz_path};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 
 /// Where an [`IdxArray`]'s bytes live.
@@ -142,9 +142,39 @@ impl IdxArray {
     /// memory. Safe: later changes to the file do not affect the array.
     ///
     /// The header is checked against the file's length before the buffer for the data is
-    /// allocated.
+    /// allocated. A `.gz` whose cache cannot be written (e.g. in a read-only folder) is
+    /// decompressed straight into memory instead; [`IdxArray::path`] is then the `.gz` itself.
     pub fn open_owned(path: impl AsRef<Path>) -> Result<Self> {
-        let (path, compressed_source) = resolve_input(path.as_ref())?;
+        let path = path.as_ref();
+        if is_gz_path(path) {
+            return match decompress_gz_cached(path) {
+                Ok(decompressed) => Self::open_owned_raw(decompressed, Some(path.to_path_buf())),
+                // The cache could not be written (read-only folder, ...): decompress in memory.
+                Err(DatasetError::Io { path: failed, .. }) if failed != path => {
+                    Self::decompress_in_memory(path)
+                }
+                Err(error) => Err(error),
+            };
+        }
+        Self::open_owned_raw(path.to_path_buf(), None)
+    }
+
+    /// Decompresses a `.gz` IDX file into memory, validating it on the way. The buffer grows with
+    /// the data actually decompressed, never beyond the header's announced size.
+    fn decompress_in_memory(gz_path: &Path) -> Result<Self> {
+        let (file, _) = open_file(gz_path)?;
+        let mut bytes = Vec::new();
+        let header = decompress_validated(file, &mut bytes, gz_path, gz_path)?;
+        bytes.shrink_to_fit();
+        Ok(IdxArray {
+            path: gz_path.to_path_buf(),
+            compressed_source: Some(gz_path.to_path_buf()),
+            header,
+            storage: Storage::Owned(bytes),
+        })
+    }
+
+    fn open_owned_raw(path: PathBuf, compressed_source: Option<PathBuf>) -> Result<Self> {
         let (file, length) = open_file(&path)?;
         let mut prefix = Vec::with_capacity(MAXIMUM_HEADER_LENGTH);
         (&file)
@@ -186,7 +216,8 @@ impl IdxArray {
         })
     }
 
-    /// The file the bytes come from (for a `.gz` input: the decompressed cache file).
+    /// The file the bytes come from (for a `.gz` input: the decompressed cache file, or the `.gz`
+    /// itself when it was decompressed in memory).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -451,6 +482,33 @@ mod tests {
             result,
             Err(DatasetError::TooShortForHeader { length: 0, .. })
         ));
+    }
+
+    #[test]
+    fn gz_with_an_unwritable_cache_is_decompressed_in_memory_when_owned() {
+        use std::io::Write;
+        let folder = tempfile::tempdir().unwrap();
+        let gz_path = folder.path().join("labels.gz");
+        let raw = encode_idx::<u8>(&[4], &[3, 1, 4, 1]).unwrap();
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&raw).unwrap();
+        std::fs::write(&gz_path, encoder.finish().unwrap()).unwrap();
+        // A plain file where the cache folder should be: the cache cannot be created (tests run
+        // as root, so a read-only folder would not stop them).
+        std::fs::write(folder.path().join("cache"), b"in the way").unwrap();
+
+        let array = IdxArray::open_owned(&gz_path).unwrap();
+        assert_eq!(array.as_u8().unwrap(), &[3, 1, 4, 1]);
+        assert_eq!(array.path(), gz_path);
+        assert_eq!(array.compressed_source(), Some(gz_path.as_path()));
+        assert_eq!(array.heap_bytes(), raw.len());
+        // Mapping needs the cache file: its error names the cache folder.
+        // SAFETY: the file is not modified while the array lives.
+        let error = unsafe { IdxArray::open_mapped(&gz_path) }.unwrap_err();
+        assert!(
+            matches!(&error, DatasetError::Io { path, .. } if path.starts_with(folder.path().join("cache"))),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub struct IdxHeader {
 
 /// The product of `sizes`, or `None` on overflow. Exactly 0 when any size is 0, whatever the
 /// others (so `[5, 2^32 - 1, 2^32 - 1, 0]` is an empty array, not an overflow).
-fn checked_product(sizes: &[u32]) -> Option<u64> {
+pub(crate) fn checked_product(sizes: &[u32]) -> Option<u64> {
     if sizes.contains(&0) {
         return Some(0);
     }

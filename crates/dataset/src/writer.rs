@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::atomic::AtomicFile;
 use crate::element::IdxElement;
 use crate::error::{DatasetError, Result, ShapeProblem};
+use crate::header::checked_product;
 
 /// Elements encoded per chunk when streaming to a file.
 const ELEMENTS_PER_CHUNK: usize = 64 * 1024;
@@ -28,19 +29,27 @@ fn header_bytes<T: IdxElement>(
     };
     let mut header = Vec::with_capacity(4 + 4 * shape.len());
     header.extend_from_slice(&[0, 0, T::ELEMENT_TYPE.code(), rank]);
-    let mut element_count: usize = 1;
+    let mut sizes = Vec::with_capacity(shape.len());
     for (index, &size) in shape.iter().enumerate() {
         let size_u32 =
             u32::try_from(size).map_err(|_| invalid(ShapeProblem::DimensionAboveU32 { index }))?;
         header.extend_from_slice(&size_u32.to_be_bytes());
-        element_count = element_count
-            .checked_mul(size)
-            .ok_or_else(|| invalid(ShapeProblem::ElementCountOverflow))?;
+        sizes.push(size_u32);
     }
-    element_count
-        .checked_mul(T::ELEMENT_TYPE.size_in_bytes())
-        .and_then(|bytes| bytes.checked_add(header.len()))
-        .ok_or_else(|| invalid(ShapeProblem::ElementCountOverflow))?;
+    // The same checks as the reader's (see `IdxHeader::parse_structure`), so that whatever is
+    // written can be read: the element count, the data and file sizes, and one row's size.
+    let element_size = T::ELEMENT_TYPE.size_in_bytes() as u64;
+    let fits = || -> Option<usize> {
+        let element_count = checked_product(&sizes)?;
+        let file_length = element_count
+            .checked_mul(element_size)?
+            .checked_add(header.len() as u64)?;
+        let row_bytes = checked_product(&sizes[1..])?.checked_mul(element_size)?;
+        usize::try_from(file_length).ok()?;
+        usize::try_from(row_bytes).ok()?;
+        usize::try_from(element_count).ok()
+    };
+    let element_count = fits().ok_or_else(|| invalid(ShapeProblem::ElementCountOverflow))?;
     if element_count != data.len() {
         return Err(invalid(ShapeProblem::ElementCountMismatch {
             expected: element_count,
@@ -119,6 +128,24 @@ mod tests {
             problem(encode_idx::<f64>(&[u32::MAX as usize; 3], &[])),
             ShapeProblem::ElementCountOverflow
         );
+    }
+
+    #[test]
+    fn writer_accepts_exactly_what_the_reader_accepts_for_empty_arrays() {
+        // Found by fuzzing: a zero at the end makes the array empty even if the other sizes'
+        // product would overflow; the writer must agree with the reader.
+        let shape = [97_841, 3_829_172_224, 1_973_207_040, 0];
+        let bytes = encode_idx::<f64>(&shape, &[]).unwrap();
+        let array = crate::IdxArray::from_bytes("empty", bytes).unwrap();
+        assert_eq!(array.shape(), &shape);
+        assert_eq!(array.row_length(), 0);
+        // No rows, but rows too large to address: both sides refuse.
+        let shape = [0, u32::MAX as usize, u32::MAX as usize, u32::MAX as usize];
+        let problem = match encode_idx::<u8>(&shape, &[]) {
+            Err(DatasetError::InvalidShape { problem, .. }) => problem,
+            other => panic!("expected InvalidShape, got {other:?}"),
+        };
+        assert_eq!(problem, ShapeProblem::ElementCountOverflow);
     }
 
     #[test]
