@@ -339,6 +339,12 @@ impl<H: JoinWorker> EpochCore<H> {
         }
     }
 
+    pub(crate) fn worker_threads(&self) -> usize {
+        self.workers
+            .as_ref()
+            .map_or(0, |workers| workers.handles.len())
+    }
+
     pub(crate) fn batches_delivered(&self) -> usize {
         self.next_batch.get()
     }

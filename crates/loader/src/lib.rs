@@ -82,3 +82,8 @@ pub use sampler::{
 pub use source::{BurnDatasetSource, ImageShape, ImageSource, RawImages};
 pub use state::LoaderState;
 pub use tensor::{RawTensorBatch, TensorBatch};
+
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

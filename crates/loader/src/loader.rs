@@ -348,6 +348,12 @@ impl<S: ImageSource + ?Sized> Epoch<'_, '_, S> {
         self.core.batches_delivered()
     }
 
+    /// The number of worker threads this epoch runs (the configured number, or fewer when the
+    /// epoch has fewer batches; 0 when batches are made on the consumer's thread).
+    pub fn worker_threads(&self) -> usize {
+        self.core.worker_threads()
+    }
+
     /// Whether every batch has been handed out (or an error ended the epoch).
     pub fn is_finished(&self) -> bool {
         self.core.is_finished()

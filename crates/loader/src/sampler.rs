@@ -564,7 +564,7 @@ mod tests {
         let sampler = ShuffledSampler::new(10);
         assert_eq!(
             sampler.epoch_indices(0, 0),
-            vec![5, 9, 7, 1, 4, 6, 0, 2, 8, 3]
+            vec![1, 8, 4, 5, 7, 9, 6, 3, 2, 0]
         );
     }
 
