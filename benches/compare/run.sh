@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The PyTorch recipe next to `reclaim train`, same settings, one table.
+#
+#   benches/compare/run.sh [--output FILE] [--keep DIR]
+#
+# RECLAIM_COMPARE_EPOCHS=N overrides the number of epochs (2) on both sides, for a quick check.
+# PyTorch is installed on first use into benches/compare/.venv (from PyPI; never in CI).
+# See benches/compare/README.md.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repository="$(cd "$here/../.." && pwd)"
+venv="$here/.venv"
+torch_requirements=(torch==2.15.0 torchvision==0.29.2)
+
+usage() {
+    sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+}
+
+output=""
+keep=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --output) [[ $# -ge 2 ]] || { echo "run.sh: --output needs a file" >&2; exit 2; }
+                  output="$(realpath -m -- "$2")"; shift 2 ;;
+        --keep)   [[ $# -ge 2 ]] || { echo "run.sh: --keep needs a folder" >&2; exit 2; }
+                  keep="$(realpath -m -- "$2")"; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "run.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+if [[ -n "$output" && ! -d "$(dirname "$output")" ]]; then
+    echo "run.sh: --output $output: folder $(dirname "$output") does not exist" >&2
+    exit 2
+fi
+
+epochs="${RECLAIM_COMPARE_EPOCHS:-2}"
+if ! [[ "$epochs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "run.sh: RECLAIM_COMPARE_EPOCHS must be a positive integer, not '$epochs'" >&2
+    exit 2
+fi
+
+say() { echo "==> $*" >&2; }
+
+# ---- PyTorch, in its own virtual environment. ----
+if [[ ! -x "$venv/bin/python" ]]; then
+    say "creating $venv"
+    python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import torch, torchvision' 2>/dev/null; then
+    say "installing ${torch_requirements[*]} from PyPI into $venv (about 3 GB of wheels, CUDA libraries included)"
+    "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off "${torch_requirements[@]}" >&2
+fi
+
+# ---- Reclaim. ----
+say "building reclaim (cargo build --release)"
+(cd "$repository" && cargo build --release --bin reclaim >&2)
+reclaim="$repository/target/release/reclaim"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/reclaim-compare-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+timer=()
+if [[ -x /usr/bin/time ]]; then
+    timer=(/usr/bin/time -v -o)
+fi
+timed() { # timed OUTPUT_FILE COMMAND...: runs COMMAND under /usr/bin/time -v where it exists
+    local time_file="$1"; shift
+    if [[ ${#timer[@]} -gt 0 ]]; then "${timer[@]}" "$time_file" "$@"; else "$@"; fi
+}
+
+# The machine, before anything runs (the load average says whether the timings can be trusted).
+python3 - "$work/machine.json" "$repository" <<'PYTHON'
+import json, os, subprocess, sys
+path, repository = sys.argv[1], sys.argv[2]
+def run(*command):
+    try:
+        return subprocess.run(command, cwd=repository, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+cpu_model = "?"
+with open("/proc/cpuinfo") as cpuinfo:
+    for line in cpuinfo:
+        if line.startswith("model name"):
+            cpu_model = line.split(":", 1)[1].strip()
+            break
+with open("/proc/meminfo") as meminfo:
+    total_kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemTotal:"))
+commit = run("git", "rev-parse", "--short", "HEAD")
+if run("git", "status", "--porcelain", "--untracked-files=no"):
+    commit += " (with uncommitted changes)"
+machine = {
+    "nproc": run("nproc"),
+    "cpu_model": cpu_model,
+    "memory": f"{total_kib / 1024 / 1024:.1f} GiB",
+    "load_average": " ".join(f"{value:.2f}" for value in os.getloadavg()),
+    "rustc": run("rustc", "--version"),
+    "reclaim_commit": commit,
+}
+with open(path, "w") as file:
+    json.dump(machine, file)
+PYTHON
+
+say "PyTorch recipe, $epochs epoch(s)"
+timed "$work/pytorch.time" "$venv/bin/python" "$here/pytorch_recipe.py" --epochs "$epochs" \
+    --data "$repository/data/mnist" >"$work/pytorch.json"
+
+say "reclaim train, $epochs epoch(s)"
+timed "$work/reclaim.time" "$reclaim" train --quiet --backend ndarray --epochs "$epochs" \
+    --batch-size 64 --lr 0.01 --seed 42 --workers 0 --data "$repository/data/mnist" \
+    --out "$work/reclaim-run" >"$work/reclaim.out"
+cat "$work/reclaim.out" >&2
+
+table_arguments=(--pytorch "$work/pytorch.json" --reclaim-run "$work/reclaim-run"
+                 --machine "$work/machine.json")
+if [[ ${#timer[@]} -gt 0 ]]; then
+    table_arguments+=(--pytorch-time "$work/pytorch.time" --reclaim-time "$work/reclaim.time")
+fi
+if [[ -n "$output" ]]; then
+    table_arguments+=(--output "$output")
+fi
+echo >&2
+python3 "$here/table.py" "${table_arguments[@]}"
+
+if [[ -n "$keep" ]]; then
+    mkdir -p "$keep"
+    cp -r "$work/." "$keep/"
+    say "raw results kept in $keep"
+fi
