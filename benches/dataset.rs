@@ -75,7 +75,8 @@ fn scan_train_images(criterion: &mut Criterion) {
     group.bench_function("mapped_open_advise_sequential_scan", |bencher| {
         bencher.iter(|| {
             // SAFETY: as above.
-            let dataset = unsafe { ImageDataset::open_mapped(&folder, Split::Train) }.expect("opens");
+            let dataset =
+                unsafe { ImageDataset::open_mapped(&folder, Split::Train) }.expect("opens");
             dataset
                 .images()
                 .advise(AccessPattern::Sequential)

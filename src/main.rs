@@ -17,12 +17,15 @@ struct Arguments {
 enum Command {
     /// Print what an IDX file (raw or .gz) or a dataset folder holds.
     Inspect(cli::inspect::InspectArguments),
+    /// Download a dataset of the MNIST family (mirrors or a local mirror), verified by SHA-256.
+    Fetch(cli::fetch::FetchArguments),
 }
 
 fn main() -> std::process::ExitCode {
     let arguments = Arguments::parse();
     let outcome = match arguments.command {
         Command::Inspect(inspect_arguments) => cli::inspect::run(inspect_arguments),
+        Command::Fetch(fetch_arguments) => cli::fetch::run(fetch_arguments),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,3 +1,4 @@
 //! One module per subcommand of the `reclaim` program.
 
+pub mod fetch;
 pub mod inspect;
