@@ -312,7 +312,10 @@ fn two_lines(text: &str) -> (String, Option<String>) {
         .map(|(index, _)| index)
         .min_by_key(|index| index.abs_diff(middle));
     match split {
-        Some(index) => (text[..index].to_string(), Some(text[index + 1..].to_string())),
+        Some(index) => (
+            text[..index].to_string(),
+            Some(text[index + 1..].to_string()),
+        ),
         None => (text.to_string(), None),
     }
 }
@@ -326,8 +329,12 @@ fn draw_note<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str, not
         (center.0, 14),
     )
     .map_err(describe)?;
-    area.draw_text(note, &anchored(16.0, HPos::Center, VPos::Center).color(&colors::PHASE), center)
-        .map_err(describe)
+    area.draw_text(
+        note,
+        &anchored(16.0, HPos::Center, VPos::Center).color(&colors::PHASE),
+        center,
+    )
+    .map_err(describe)
 }
 
 /// A legend on one row, centred, at height `y` of `area`.
@@ -344,13 +351,17 @@ fn draw_legend_row<DB: DrawingBackend>(
     for (name, _) in entries {
         widths.push(area.estimate_text_size(name, &style).map_err(describe)?.0 as i32);
     }
-    let total: i32 =
-        widths.iter().map(|width| MARK + GAP + width).sum::<i32>() + SPACING * (entries.len() as i32 - 1).max(0);
+    let total: i32 = widths.iter().map(|width| MARK + GAP + width).sum::<i32>()
+        + SPACING * (entries.len() as i32 - 1).max(0);
     let mut x = (area.dim_in_pixel().0 as i32 - total) / 2;
     for ((name, color), width) in entries.iter().zip(widths) {
-        area.draw(&Rectangle::new([(x, y - 3), (x + MARK, y + 3)], color.filled()))
+        area.draw(&Rectangle::new(
+            [(x, y - 3), (x + MARK, y + 3)],
+            color.filled(),
+        ))
+        .map_err(describe)?;
+        area.draw_text(name, &style, (x + MARK + GAP, y))
             .map_err(describe)?;
-        area.draw_text(name, &style, (x + MARK + GAP, y)).map_err(describe)?;
         x += MARK + GAP + width + SPACING;
     }
     Ok(())
@@ -382,7 +393,10 @@ impl Figure for CurvesFigure<'_> {
     }
 }
 
-fn draw_loss_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, steps: &[StepMetrics]) -> Drawn {
+fn draw_loss_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    steps: &[StepMetrics],
+) -> Drawn {
     let title = "Training loss per step";
     let logged: Vec<(f64, f64)> = steps
         .iter()
@@ -459,7 +473,10 @@ fn draw_loss_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, steps: &[S
         .label("logged (mean of 10 steps)")
         .legend(legend_mark::<DB>(colors::LOSS_LOGGED));
     chart
-        .draw_series(LineSeries::new(smoothed, colors::LOSS_SMOOTHED.stroke_width(3)))
+        .draw_series(LineSeries::new(
+            smoothed,
+            colors::LOSS_SMOOTHED.stroke_width(3),
+        ))
         .map_err(describe)?
         .label(format!("smoothed (moving average, {LOSS_SMOOTHING})"))
         .legend(legend_mark::<DB>(colors::LOSS_SMOOTHED));
@@ -487,10 +504,22 @@ fn draw_accuracy_panel<DB: DrawingBackend>(
     if points.is_empty() {
         return draw_note(area, title, "no epoch completed");
     }
-    let first_epoch = points.iter().map(|&(epoch, _)| epoch).fold(f64::MAX, f64::min);
-    let last_epoch = points.iter().map(|&(epoch, _)| epoch).fold(f64::MIN, f64::max);
-    let lowest = points.iter().map(|&(_, accuracy)| accuracy).fold(f64::MAX, f64::min);
-    let highest = points.iter().map(|&(_, accuracy)| accuracy).fold(f64::MIN, f64::max);
+    let first_epoch = points
+        .iter()
+        .map(|&(epoch, _)| epoch)
+        .fold(f64::MAX, f64::min);
+    let last_epoch = points
+        .iter()
+        .map(|&(epoch, _)| epoch)
+        .fold(f64::MIN, f64::max);
+    let lowest = points
+        .iter()
+        .map(|&(_, accuracy)| accuracy)
+        .fold(f64::MAX, f64::min);
+    let highest = points
+        .iter()
+        .map(|&(_, accuracy)| accuracy)
+        .fold(f64::MIN, f64::max);
     let padding = ((highest - lowest) * 0.35).max(1.0);
     let y_range = (lowest - padding).max(0.0).floor()..(highest + padding).min(100.0).ceil();
     let x_range = first_epoch - 0.5..last_epoch + 0.5;
@@ -537,16 +566,21 @@ fn draw_accuracy_panel<DB: DrawingBackend>(
         )
         .map_err(describe)?;
     chart
-        .draw_series(points.iter().enumerate().filter_map(|(index, &(epoch, accuracy))| {
-            (index % label_every == 0 || index + 1 == points.len()).then(|| {
-                EmptyElement::at((epoch, accuracy))
-                    + Text::new(
-                        format!("{accuracy:.2}%"),
-                        (0, -10),
-                        anchored(14.0, HPos::Center, VPos::Bottom),
-                    )
-            })
-        }))
+        .draw_series(
+            points
+                .iter()
+                .enumerate()
+                .filter_map(|(index, &(epoch, accuracy))| {
+                    (index % label_every == 0 || index + 1 == points.len()).then(|| {
+                        EmptyElement::at((epoch, accuracy))
+                            + Text::new(
+                                format!("{accuracy:.2}%"),
+                                (0, -10),
+                                anchored(14.0, HPos::Center, VPos::Bottom),
+                            )
+                    })
+                }),
+        )
         .map_err(describe)?;
     Ok(())
 }
@@ -606,8 +640,10 @@ impl Figure for MemoryFigure<'_> {
 /// The samples of the release panel: the first phase (the baseline) and every phase from
 /// [`RELEASE_START_PHASE`] on; every phase sample when there is no such phase.
 fn release_steps(samples: &[TimelineSample]) -> Vec<&TimelineSample> {
-    let phases: Vec<&TimelineSample> =
-        samples.iter().filter(|sample| sample.phase.is_some()).collect();
+    let phases: Vec<&TimelineSample> = samples
+        .iter()
+        .filter(|sample| sample.phase.is_some())
+        .collect();
     let release_start = phases
         .iter()
         .position(|sample| sample.phase.as_deref() == Some(RELEASE_START_PHASE));
@@ -648,7 +684,10 @@ fn draw_timeline_panel<DB: DrawingBackend>(
         .fold(1.0, f64::max);
     let x_end = (last_second * 1.025).max(1e-3);
     let y_end = highest * 1.1;
-    let periodic = samples.iter().filter(|sample| sample.phase.is_none()).count();
+    let periodic = samples
+        .iter()
+        .filter(|sample| sample.phase.is_none())
+        .count();
     let caption = format!(
         "Memory over the run ({periodic} periodic samples, {} at phase boundaries)",
         samples.len() - periodic
@@ -657,10 +696,16 @@ fn draw_timeline_panel<DB: DrawingBackend>(
     let (header, body) = area.split_vertically(66);
     let (width, _) = header.dim_in_pixel();
     header
-        .draw_text(&caption, &anchored(22.0, HPos::Center, VPos::Top), (width as i32 / 2, 10))
+        .draw_text(
+            &caption,
+            &anchored(22.0, HPos::Center, VPos::Top),
+            (width as i32 / 2, 10),
+        )
         .map_err(describe)?;
-    let legend: Vec<(&str, RGBColor)> =
-        series.iter().map(|(series, _)| (series.name, series.color)).collect();
+    let legend: Vec<(&str, RGBColor)> = series
+        .iter()
+        .map(|(series, _)| (series.name, series.color))
+        .collect();
     draw_legend_row(&header, &legend, 50)?;
 
     let mut chart = ChartBuilder::on(&body)
@@ -689,7 +734,9 @@ fn draw_timeline_panel<DB: DrawingBackend>(
     let mut markers: Vec<(f64, String)> = Vec::new();
     let mut release_seen = false;
     for sample in samples {
-        let Some(phase) = sample.phase.as_deref() else { continue };
+        let Some(phase) = sample.phase.as_deref() else {
+            continue;
+        };
         if release_seen {
             continue;
         }
@@ -830,11 +877,19 @@ fn draw_release_panel<DB: DrawingBackend>(
         let (first_line, second_line) = two_lines(name);
         let (x, y) = chart.backend_coord(&(index as f64 + 0.5, 0.0));
         let (x, y) = (x - base.0, y - base.1);
-        area.draw_text(&first_line, &anchored(14.0, HPos::Center, VPos::Top), (x, y + 8))
-            .map_err(describe)?;
+        area.draw_text(
+            &first_line,
+            &anchored(14.0, HPos::Center, VPos::Top),
+            (x, y + 8),
+        )
+        .map_err(describe)?;
         if let Some(second_line) = second_line {
-            area.draw_text(&second_line, &anchored(14.0, HPos::Center, VPos::Top), (x, y + 26))
-                .map_err(describe)?;
+            area.draw_text(
+                &second_line,
+                &anchored(14.0, HPos::Center, VPos::Top),
+                (x, y + 26),
+            )
+            .map_err(describe)?;
         }
     }
     Ok(())
@@ -861,7 +916,10 @@ impl Figure for BarsFigure<'_> {
     }
 }
 
-fn draw_bar_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bar_chart: &BarChart) -> Drawn {
+fn draw_bar_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    bar_chart: &BarChart,
+) -> Drawn {
     if bar_chart.bars.is_empty() {
         return draw_note(area, &bar_chart.title, "nothing measured");
     }
@@ -889,7 +947,11 @@ fn draw_bar_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bar_chart: 
         .axis_desc_style(text_style(14.0))
         .y_desc(bar_chart.value_label.as_str())
         .y_label_formatter(&|value| {
-            if y_end >= 10.0 { format!("{value:.0}") } else { format!("{value:.1}") }
+            if y_end >= 10.0 {
+                format!("{value:.0}")
+            } else {
+                format!("{value:.1}")
+            }
         })
         .draw()
         .map_err(describe)?;
@@ -905,7 +967,11 @@ fn draw_bar_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bar_chart: 
                 )))
                 .map_err(describe)?;
         }
-        let shown_at = if bar.value.is_finite() { bar.value.max(0.0) } else { 0.0 };
+        let shown_at = if bar.value.is_finite() {
+            bar.value.max(0.0)
+        } else {
+            0.0
+        };
         chart
             .draw_series(std::iter::once(Text::new(
                 format_value(bar.value),
@@ -932,7 +998,10 @@ mod tests {
     fn the_moving_average_keeps_the_first_value_and_follows_a_constant() {
         let averaged = exponential_moving_average(&[2.0, 2.0, 2.0], 0.8);
         assert_eq!(averaged.len(), 3);
-        assert!(averaged.iter().all(|value| (value - 2.0).abs() < 1e-12), "{averaged:?}");
+        assert!(
+            averaged.iter().all(|value| (value - 2.0).abs() < 1e-12),
+            "{averaged:?}"
+        );
         let averaged = exponential_moving_average(&[1.0, 0.0], 0.5);
         assert!((averaged[0] - 1.0).abs() < 1e-12);
         // (0.5 * 0.5 * 1 + 0.5 * 0) / (1 - 0.25) = 1/3

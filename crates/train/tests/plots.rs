@@ -67,7 +67,8 @@ fn timeline() -> Vec<TimelineSample> {
         sample(0.2, 121, 53, Some("dataset opened")),
         sample(0.3, 150, 53, Some("epoch 1")),
     ];
-    samples.extend((0..40).map(|index| sample(0.5 + index as f64 * 0.25, 180 + index % 5, 53, None)));
+    samples
+        .extend((0..40).map(|index| sample(0.5 + index as f64 * 0.25, 180 + index % 5, 53, None)));
     samples.extend([
         sample(5.0, 181, 53, Some("evaluation 1")),
         sample(6.0, 182, 53, Some("epoch 2")),
@@ -85,8 +86,11 @@ fn timeline() -> Vec<TimelineSample> {
 fn write_run_folder(folder: &Path, step_count: usize, accuracies: &[f64]) {
     JsonLinesWriter::write_all_atomically(folder.join(run_files::STEP_METRICS), &steps(step_count))
         .unwrap();
-    JsonLinesWriter::write_all_atomically(folder.join(run_files::EPOCH_METRICS), &epochs(accuracies))
-        .unwrap();
+    JsonLinesWriter::write_all_atomically(
+        folder.join(run_files::EPOCH_METRICS),
+        &epochs(accuracies),
+    )
+    .unwrap();
     JsonLinesWriter::write_all_atomically(folder.join(run_files::MEMORY_TIMELINE), &timeline())
         .unwrap();
 }
@@ -94,9 +98,17 @@ fn write_run_folder(folder: &Path, step_count: usize, accuracies: &[f64]) {
 /// The points of every polyline drawn in `color`.
 fn polylines(svg: &str, color: &str) -> Vec<Vec<(f64, f64)>> {
     svg.lines()
-        .filter(|line| line.starts_with("<polyline") && line.contains(&format!("stroke=\"{color}\"")))
+        .filter(|line| {
+            line.starts_with("<polyline") && line.contains(&format!("stroke=\"{color}\""))
+        })
         .map(|line| {
-            let points = line.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+            let points = line
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
             points
                 .split_whitespace()
                 .map(|pair| {
@@ -121,16 +133,26 @@ fn assert_heights_follow(points: &[(f64, f64)], values: &[f64]) {
     assert_eq!(points.len(), values.len());
     // The lowest and highest values are the references (the largest pixel distance).
     let by_value = |left: &&f64, right: &&f64| left.total_cmp(right);
-    let lowest = values.iter().position(|value| value == values.iter().min_by(by_value).unwrap());
-    let highest = values.iter().position(|value| value == values.iter().max_by(by_value).unwrap());
+    let lowest = values
+        .iter()
+        .position(|value| value == values.iter().min_by(by_value).unwrap());
+    let highest = values
+        .iter()
+        .position(|value| value == values.iter().max_by(by_value).unwrap());
     let (first, last) = (lowest.unwrap(), highest.unwrap());
     let scale = (points[last].1 - points[first].1) / (values[last] - values[first]);
     assert!(scale < 0.0, "higher values are drawn higher up");
     for (point, value) in points.iter().zip(values) {
         let expected = points[first].1 + (value - values[first]) * scale;
-        assert!((point.1 - expected).abs() <= 1.5, "{point:?} for {value}: expected y {expected}");
+        assert!(
+            (point.1 - expected).abs() <= 1.5,
+            "{point:?} for {value}: expected y {expected}"
+        );
     }
-    assert!(points.windows(2).all(|pair| pair[0].0 <= pair[1].0), "x grows with the step");
+    assert!(
+        points.windows(2).all(|pair| pair[0].0 <= pair[1].0),
+        "x grows with the step"
+    );
 }
 
 fn png_dimensions(path: &Path) -> (u32, u32) {
@@ -143,7 +165,12 @@ fn png_dimensions(path: &Path) -> (u32, u32) {
     for pixel in pixels[..frame.buffer_size()].chunks(3) {
         colours.insert((pixel[0], pixel[1], pixel[2]));
     }
-    assert!(colours.len() > 20, "{}: {} colours", path.display(), colours.len());
+    assert!(
+        colours.len() > 20,
+        "{}: {} colours",
+        path.display(),
+        colours.len()
+    );
     (frame.width, frame.height)
 }
 
@@ -167,7 +194,13 @@ fn run_plots_are_drawn_from_the_metrics_files() {
     let losses: Vec<f64> = steps(37).iter().map(|step| step.loss).collect();
     assert_heights_follow(&logged, &losses);
     assert_heights_follow(&polyline(&curves, ACCURACY), &[12.34, 56.78, 97.31]);
-    for label in ["12.34%", "56.78%", "97.31%", "epoch 2 →", "Training loss per step"] {
+    for label in [
+        "12.34%",
+        "56.78%",
+        "97.31%",
+        "epoch 2 →",
+        "Training loss per step",
+    ] {
         assert!(curves.contains(label), "curves.svg lacks {label}");
     }
 
@@ -182,7 +215,10 @@ fn run_plots_are_drawn_from_the_metrics_files() {
     let mapped = polyline(&memory, MAPPED);
     assert_eq!(mapped.len(), samples.len());
     // The release is the drop it is: mapped dataset bytes fall to the axis at the end.
-    assert!(mapped.last().unwrap().1 > mapped[mapped.len() - 4].1 + 50.0, "{mapped:?}");
+    assert!(
+        mapped.last().unwrap().1 > mapped[mapped.len() - 4].1 + 50.0,
+        "{mapped:?}"
+    );
     for label in [
         "evaluation 1",
         "epoch 2",
@@ -249,7 +285,10 @@ fn an_empty_timeline_is_an_error_naming_the_file_and_nothing_is_drawn() {
     write_run_folder(folder.path(), 10, &[0.5]);
     std::fs::write(folder.path().join(run_files::MEMORY_TIMELINE), "").unwrap();
     let error = draw_run_plots(folder.path()).unwrap_err();
-    assert!(matches!(&error, TrainError::Plot { path, .. } if path.ends_with("memory.jsonl")), "{error:?}");
+    assert!(
+        matches!(&error, TrainError::Plot { path, .. } if path.ends_with("memory.jsonl")),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("memory.jsonl"), "{error}");
     assert!(!folder.path().join("curves.svg").exists());
     assert!(!folder.path().join("memory.png").exists());
@@ -259,13 +298,23 @@ fn an_empty_timeline_is_an_error_naming_the_file_and_nothing_is_drawn() {
 fn a_missing_or_corrupt_metrics_file_is_an_error_naming_it() {
     let folder = tempfile::tempdir().unwrap();
     let error = draw_run_plots(folder.path()).unwrap_err();
-    assert!(matches!(&error, TrainError::Io { path, .. } if path.ends_with("steps.jsonl")), "{error:?}");
+    assert!(
+        matches!(&error, TrainError::Io { path, .. } if path.ends_with("steps.jsonl")),
+        "{error:?}"
+    );
 
     write_run_folder(folder.path(), 10, &[0.5]);
-    std::fs::write(folder.path().join(run_files::EPOCH_METRICS), "{\"epoch\": 1}\n").unwrap();
+    std::fs::write(
+        folder.path().join(run_files::EPOCH_METRICS),
+        "{\"epoch\": 1}\n",
+    )
+    .unwrap();
     let error = draw_run_plots(folder.path()).unwrap_err();
     let message = error.to_string();
-    assert!(message.contains("metrics.jsonl") && message.contains("line 1"), "{message}");
+    assert!(
+        message.contains("metrics.jsonl") && message.contains("line 1"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -273,7 +322,10 @@ fn a_run_without_steps_or_epochs_is_an_error() {
     let folder = tempfile::tempdir().unwrap();
     write_run_folder(folder.path(), 0, &[]);
     let error = draw_run_plots(folder.path()).unwrap_err();
-    assert!(matches!(&error, TrainError::Plot { path, .. } if path.ends_with("steps.jsonl")), "{error:?}");
+    assert!(
+        matches!(&error, TrainError::Plot { path, .. } if path.ends_with("steps.jsonl")),
+        "{error:?}"
+    );
 }
 
 #[test]
@@ -299,7 +351,15 @@ fn bar_charts_show_every_value_and_mark_missing_ones() {
     draw_bar_charts(&charts, &paths).unwrap();
     let svg = std::fs::read_to_string(&paths.svg).unwrap();
     assert_is_svg(&svg);
-    for label in [">\n9123\n<", ">\n4321\n<", ">\n7.25\n<", ">\nn/a\n<", "Throughput", "ndarray", "flex"] {
+    for label in [
+        ">\n9123\n<",
+        ">\n4321\n<",
+        ">\n7.25\n<",
+        ">\nn/a\n<",
+        "Throughput",
+        "ndarray",
+        "flex",
+    ] {
         assert!(svg.contains(label), "bench-train.svg lacks {label:?}");
     }
     // Bar heights are proportional to the values.
@@ -312,7 +372,10 @@ fn bar_charts_show_every_value_and_mark_missing_ones() {
         })
         .collect();
     assert_eq!(heights.len(), 3, "the missing value has no bar");
-    assert!((heights[0] / heights[1] - 9123.0 / 4321.0).abs() < 0.03, "{heights:?}");
+    assert!(
+        (heights[0] / heights[1] - 9123.0 / 4321.0).abs() < 0.03,
+        "{heights:?}"
+    );
     assert_eq!(png_dimensions(&paths.png), (840, 440));
 
     let error = draw_bar_charts(&[], &paths).unwrap_err();
