@@ -12,3 +12,8 @@ pub use reclaim_dataset as dataset;
 pub use reclaim_loader as loader;
 pub use reclaim_model as model;
 pub use reclaim_train as train;
+
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

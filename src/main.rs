@@ -5,6 +5,10 @@ mod cli;
 
 use clap::{Parser, Subcommand};
 
+/// Counts live heap bytes so that `reclaim train` can report what the release gave back.
+#[global_allocator]
+static ALLOCATOR: reclaim_train::CountingAllocator = reclaim_train::CountingAllocator;
+
 /// Train on IDX image datasets with Burn; memory released by construction.
 #[derive(Debug, Parser)]
 #[command(name = "reclaim", version, about)]
@@ -19,6 +23,14 @@ enum Command {
     Inspect(cli::inspect::InspectArguments),
     /// Download a dataset of the MNIST family (mirrors or a local mirror), verified by SHA-256.
     Fetch(cli::fetch::FetchArguments),
+    /// Train the MNIST MLP, evaluate it after each epoch, release its memory and report it.
+    Train(cli::train::TrainArguments),
+    /// Evaluate saved weights on the test split.
+    Eval(cli::train::EvalArguments),
+    /// Benchmark the pipeline: `reclaim bench loader`.
+    Bench(cli::bench::BenchArguments),
+    /// Redraw a run's figures (curves, memory timeline) from its metrics files and summarize it.
+    Report(cli::report::ReportArguments),
 }
 
 fn main() -> std::process::ExitCode {
@@ -26,6 +38,10 @@ fn main() -> std::process::ExitCode {
     let outcome = match arguments.command {
         Command::Inspect(inspect_arguments) => cli::inspect::run(inspect_arguments),
         Command::Fetch(fetch_arguments) => cli::fetch::run(fetch_arguments),
+        Command::Bench(bench_arguments) => cli::bench::run(bench_arguments),
+        Command::Train(train_arguments) => cli::train::run(train_arguments),
+        Command::Eval(eval_arguments) => cli::train::run_eval(eval_arguments),
+        Command::Report(report_arguments) => cli::report::run(report_arguments),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,1 +1,65 @@
-//! placeholder
+//! `reclaim-train`: the training loop, evaluation, metrics, checkpoints and memory reports.
+//!
+//! - [`TrainConfig`] and [`train`]: the seed recipe (SGD at lr 0.01, batches of 64, shuffled,
+//!   2 epochs, evaluation on the test split after each) on any [`BackendChoice`], writing
+//!   `metrics.jsonl`, `steps.jsonl`, per-epoch checkpoints, `memory.jsonl` and the release
+//!   report into the run folder, and resuming from the newest checkpoint on request.
+//! - [`ReleaseReport`]: memory after each step of the release — the loader's scope ends, the
+//!   dataset is dropped, the device pool is cleaned up, the model is dropped.
+//! - [`MemorySnapshot`], [`CountingAllocator`], [`MemoryTimeline`]: RSS from
+//!   `/proc/self/status`, live heap bytes, mapped dataset bytes from `/proc/self/maps`, and the
+//!   device's `memory_pool_usage`.
+//! - [`TrainError`]: the one error type of the crate.
+//!
+//! ```no_run
+//! use reclaim_train::{BackendChoice, TrainConfig, train};
+//!
+//! let config = TrainConfig::recipe(
+//!     BackendChoice::Ndarray,
+//!     reclaim_dataset::default_data_folder(None, reclaim_dataset::Family::Mnist),
+//!     "runs/example".into(),
+//! );
+//! let run = train(&config)?;
+//! println!("test accuracy {:.2}%", run.final_test_accuracy().unwrap() * 100.0);
+//! println!("{}", run.release.to_markdown());
+//! # Ok::<(), reclaim_train::TrainError>(())
+//! ```
+
+mod backend;
+mod checkpoint;
+mod error;
+mod files;
+mod memory;
+mod metrics;
+mod plots;
+mod release;
+mod timeline;
+mod trainer;
+
+pub use backend::BackendChoice;
+pub use checkpoint::{
+    CheckpointState, LoadedCheckpoint, checkpoints_folder, latest_checkpoint, load_checkpoint,
+    read_checkpoint_state, save_checkpoint,
+};
+pub use error::TrainError;
+pub use files::write_file_atomically;
+pub use memory::{
+    CountingAllocator, MemorySnapshot, format_bytes, live_heap_bytes, mapped_bytes_of,
+    mapped_bytes_under, peak_heap_bytes, resident_bytes,
+};
+pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
+pub use plots::{
+    Bar, BarChart, PlotFiles, PlotPaths, draw_bar_charts, draw_memory_timeline, draw_run_plots,
+    draw_training_curves,
+};
+pub use release::{ReleaseReport, ReleaseStep};
+pub use timeline::{MemoryTimeline, TimelineSample};
+pub use trainer::{
+    Evaluation, PixelScaling, ProgressDisplay, StartPolicy, TrainConfig, TrainRun,
+    evaluate_weights, open_mnist_splits, run_files, train,
+};
+
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,249 @@
+use std::fmt;
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::{Linear, LinearConfig, Relu};
+use burn::store::{BurnpackStore, ModuleSnapshot, SafetensorsStore};
+use burn::tensor::{Bytes, Device, Int, Tensor};
+
+use crate::ModelError;
+
+/// The layer sizes of a [`SimpleNn`]. The defaults are the classic MNIST recipe's.
+#[derive(Config, Debug, PartialEq, Eq)]
+pub struct SimpleNnConfig {
+    /// Values per input sample (28 × 28 pixels).
+    #[config(default = 784)]
+    pub input_size: usize,
+    /// Width of the hidden layer.
+    #[config(default = 128)]
+    pub hidden_size: usize,
+    /// Number of classes (logits per sample).
+    #[config(default = 10)]
+    pub number_of_classes: usize,
+}
+
+impl SimpleNnConfig {
+    /// Creates the model on `device`, with PyTorch's `nn.Linear` initialization
+    /// (uniform in ±1/√fan_in for weights and biases).
+    pub fn init(&self, device: &Device) -> SimpleNn {
+        SimpleNn {
+            hidden: LinearConfig::new(self.input_size, self.hidden_size).init(device),
+            activation: Relu::new(),
+            output: LinearConfig::new(self.hidden_size, self.number_of_classes).init(device),
+        }
+    }
+}
+
+/// A two-layer perceptron: `input → hidden → ReLU → logits`.
+///
+/// One type for every backend: the [`Device`] it was created on decides where it runs.
+#[derive(Module, Debug)]
+pub struct SimpleNn {
+    hidden: Linear,
+    activation: Relu,
+    output: Linear,
+}
+
+/// How weights are serialized by [`SimpleNn::to_weight_bytes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WeightFormat {
+    /// Burn's native burnpack format (`.bpk`).
+    Burnpack,
+    /// The SafeTensors format (`.safetensors`), readable from Python.
+    Safetensors,
+}
+
+impl WeightFormat {
+    /// The usual file extension, without the dot.
+    pub fn file_extension(self) -> &'static str {
+        match self {
+            WeightFormat::Burnpack => "bpk",
+            WeightFormat::Safetensors => "safetensors",
+        }
+    }
+}
+
+impl fmt::Display for WeightFormat {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            WeightFormat::Burnpack => "burnpack",
+            WeightFormat::Safetensors => "safetensors",
+        })
+    }
+}
+
+impl SimpleNn {
+    /// Logits of shape `[batch, classes]` for inputs of shape `[batch, input_size]`.
+    pub fn forward(&self, images: Tensor<2>) -> Tensor<2> {
+        let hidden = self.activation.forward(self.hidden.forward(images));
+        self.output.forward(hidden)
+    }
+
+    /// Mean cross-entropy of `logits` against `labels` (class indices), a one-element tensor.
+    pub fn loss(&self, logits: Tensor<2>, labels: Tensor<1, Int>) -> Tensor<1> {
+        CrossEntropyLossConfig::new()
+            .init(&logits.device())
+            .forward(logits, labels)
+    }
+
+    /// How many rows of `logits` have their largest value at the row's label, as a
+    /// one-element integer tensor (kept on the device until the caller reads it).
+    pub fn correct_predictions(&self, logits: Tensor<2>, labels: Tensor<1, Int>) -> Tensor<1, Int> {
+        let predictions = logits.argmax(1).squeeze_dim::<1>(1);
+        predictions.equal(labels).int().sum()
+    }
+
+    /// The weights, serialized in `format`.
+    pub fn to_weight_bytes(&self, format: WeightFormat) -> Result<Vec<u8>, ModelError> {
+        let save_error = |message: String| ModelError::SaveWeights { format, message };
+        match format {
+            WeightFormat::Burnpack => {
+                let mut store = BurnpackStore::from_bytes(None);
+                self.save_into(&mut store)
+                    .map_err(|error| save_error(error.to_string()))?;
+                let bytes = store
+                    .get_bytes()
+                    .map_err(|error| save_error(error.to_string()))?;
+                Ok(bytes.to_vec())
+            }
+            WeightFormat::Safetensors => {
+                let mut store = SafetensorsStore::from_bytes(None);
+                self.save_into(&mut store)
+                    .map_err(|error| save_error(error.to_string()))?;
+                store
+                    .get_bytes()
+                    .map_err(|error| save_error(error.to_string()))
+            }
+        }
+    }
+
+    /// This model with its weights replaced by those in `bytes`. Every parameter must be
+    /// present with the right shape; anything missing or extra is an error.
+    pub fn load_weight_bytes(
+        mut self,
+        bytes: &[u8],
+        format: WeightFormat,
+    ) -> Result<SimpleNn, ModelError> {
+        let load_error = |message: String| ModelError::LoadWeights { format, message };
+        let result = match format {
+            WeightFormat::Burnpack => {
+                let mut store =
+                    BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes.to_vec())));
+                self.load_from(&mut store)
+                    .map_err(|error| load_error(error.to_string()))?
+            }
+            WeightFormat::Safetensors => {
+                let mut store = SafetensorsStore::from_bytes(Some(bytes.to_vec()));
+                self.load_from(&mut store)
+                    .map_err(|error| load_error(error.to_string()))?
+            }
+        };
+        if !result.is_success() || !result.missing.is_empty() || !result.unused.is_empty() {
+            return Err(load_error(format!(
+                "missing {:?}, unused {:?}, errors {:?}",
+                result.missing, result.unused, result.errors
+            )));
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(deprecated)]
+    fn cpu_device() -> Device {
+        Device::ndarray()
+    }
+
+    #[test]
+    fn forward_gives_one_logit_per_class() {
+        let device = cpu_device();
+        let model = SimpleNnConfig::new()
+            .with_number_of_classes(7)
+            .init(&device);
+        let logits = model.forward(Tensor::<2>::ones([3, 784], &device));
+        assert_eq!(logits.dims(), [3, 7]);
+    }
+
+    #[test]
+    fn correct_predictions_counts_argmax_matches() {
+        let device = cpu_device();
+        let model = SimpleNnConfig::new().init(&device);
+        let logits = Tensor::<2>::from_floats([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]], &device);
+        let labels = Tensor::<1, Int>::from_ints([1, 1, 1], &device);
+        let correct: i64 = model
+            .correct_predictions(logits, labels)
+            .into_scalar::<i64>();
+        assert_eq!(correct, 2);
+    }
+
+    #[test]
+    fn loss_of_confident_right_answers_is_smaller() {
+        let device = cpu_device();
+        let model = SimpleNnConfig::new().init(&device);
+        let labels = Tensor::<1, Int>::from_ints([0, 1], &device);
+        let right = Tensor::<2>::from_floats([[5.0, -5.0], [-5.0, 5.0]], &device);
+        let wrong = Tensor::<2>::from_floats([[-5.0, 5.0], [5.0, -5.0]], &device);
+        let right_loss = model.loss(right, labels.clone()).into_scalar::<f32>();
+        let wrong_loss = model.loss(wrong, labels).into_scalar::<f32>();
+        assert!(right_loss < 0.01, "{right_loss}");
+        assert!(wrong_loss > 9.0, "{wrong_loss}");
+    }
+
+    fn round_trip(format: WeightFormat) {
+        let device = cpu_device();
+        let model = SimpleNnConfig::new().init(&device);
+        let input = Tensor::<2>::random([5, 784], burn::tensor::Distribution::Default, &device);
+        let expected = model.forward(input.clone()).into_data();
+        let bytes = model.to_weight_bytes(format).expect("save");
+        let other = SimpleNnConfig::new().init(&device);
+        assert_ne!(other.forward(input.clone()).into_data(), expected);
+        let restored = other.load_weight_bytes(&bytes, format).expect("load");
+        assert_eq!(restored.forward(input).into_data(), expected);
+    }
+
+    #[test]
+    fn burnpack_round_trip_restores_the_outputs() {
+        round_trip(WeightFormat::Burnpack);
+    }
+
+    #[test]
+    fn safetensors_round_trip_restores_the_outputs() {
+        round_trip(WeightFormat::Safetensors);
+    }
+
+    #[test]
+    fn weights_of_another_shape_are_refused() {
+        let device = cpu_device();
+        let wide = SimpleNnConfig::new().with_hidden_size(64).init(&device);
+        let bytes = wide.to_weight_bytes(WeightFormat::Safetensors).unwrap();
+        let error = SimpleNnConfig::new()
+            .init(&device)
+            .load_weight_bytes(&bytes, WeightFormat::Safetensors)
+            .unwrap_err();
+        assert!(matches!(error, ModelError::LoadWeights { .. }), "{error}");
+    }
+
+    #[test]
+    fn garbage_bytes_are_an_error_not_a_panic() {
+        let device = cpu_device();
+        for format in [WeightFormat::Burnpack, WeightFormat::Safetensors] {
+            let error = SimpleNnConfig::new()
+                .init(&device)
+                .load_weight_bytes(b"not weights at all", format)
+                .unwrap_err();
+            assert!(matches!(error, ModelError::LoadWeights { .. }), "{error}");
+        }
+    }
+
+    #[test]
+    fn runs_on_flex_too() {
+        let device = Device::flex();
+        let model = SimpleNnConfig::new().init(&device);
+        let logits = model.forward(Tensor::<2>::ones([2, 784], &device));
+        assert_eq!(logits.dims(), [2, 10]);
+    }
+}

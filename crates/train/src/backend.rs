@@ -1,0 +1,146 @@
+use std::fmt;
+use std::str::FromStr;
+
+use burn::tensor::Device;
+
+use crate::TrainError;
+
+/// A Burn backend that Reclaim can train on, chosen by name (`--backend ndarray`).
+///
+/// Every variant exists whatever the build; [`BackendChoice::device`] reports a backend whose
+/// cargo feature was not enabled as [`TrainError::BackendNotCompiled`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// Burn's NdArray CPU backend (the default).
+    Ndarray,
+    /// Burn's Flex pure-Rust CPU backend.
+    Flex,
+    /// Burn's wgpu backend: a GPU through Vulkan/Metal/DX12, or a software Vulkan driver.
+    Wgpu,
+    /// Burn's CUDA backend, device 0.
+    Cuda,
+}
+
+impl BackendChoice {
+    /// Every backend, in the order they are listed to users.
+    pub const ALL: [BackendChoice; 4] = [
+        BackendChoice::Ndarray,
+        BackendChoice::Flex,
+        BackendChoice::Wgpu,
+        BackendChoice::Cuda,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Ndarray => "ndarray",
+            BackendChoice::Flex => "flex",
+            BackendChoice::Wgpu => "wgpu",
+            BackendChoice::Cuda => "cuda",
+        }
+    }
+
+    /// The cargo feature (of the `reclaim` and `reclaim-train` packages) that compiles it in.
+    pub fn cargo_feature(self) -> &'static str {
+        self.name()
+    }
+
+    /// Whether this build includes the backend.
+    pub fn is_compiled(self) -> bool {
+        match self {
+            BackendChoice::Ndarray => cfg!(feature = "ndarray"),
+            BackendChoice::Flex => cfg!(feature = "flex"),
+            BackendChoice::Wgpu => cfg!(feature = "wgpu"),
+            BackendChoice::Cuda => cfg!(feature = "cuda"),
+        }
+    }
+
+    /// The backends this build includes.
+    pub fn compiled() -> Vec<BackendChoice> {
+        Self::ALL
+            .into_iter()
+            .filter(|backend| backend.is_compiled())
+            .collect()
+    }
+
+    /// The device of this backend (without autodiff), or an error naming the feature to enable.
+    pub fn device(self) -> Result<Device, TrainError> {
+        match self {
+            #[cfg(feature = "ndarray")]
+            #[allow(deprecated)]
+            // Burn marks NdArray deprecated in favour of Flex; we keep both.
+            BackendChoice::Ndarray => Ok(Device::ndarray()),
+            #[cfg(feature = "flex")]
+            BackendChoice::Flex => Ok(Device::flex()),
+            #[cfg(feature = "wgpu")]
+            BackendChoice::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
+            #[cfg(feature = "cuda")]
+            BackendChoice::Cuda => Ok(Device::cuda(0)),
+            #[allow(unreachable_patterns)] // reachable in builds without every backend
+            backend => Err(TrainError::BackendNotCompiled {
+                backend: backend.name(),
+                feature: backend.cargo_feature(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+impl FromStr for BackendChoice {
+    type Err = TrainError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|backend| backend.name().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| TrainError::UnknownBackend {
+                name: name.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for backend in BackendChoice::ALL {
+            assert_eq!(backend.name().parse::<BackendChoice>().unwrap(), backend);
+        }
+        assert_eq!(
+            " NDArray ".parse::<BackendChoice>().unwrap(),
+            BackendChoice::Ndarray
+        );
+    }
+
+    #[test]
+    fn unknown_names_are_refused_with_the_name() {
+        let error = "tpu".parse::<BackendChoice>().unwrap_err();
+        assert!(matches!(&error, TrainError::UnknownBackend { name } if name == "tpu"));
+        assert!(error.to_string().contains("tpu"));
+    }
+
+    #[test]
+    fn an_uncompiled_backend_names_its_feature() {
+        for backend in BackendChoice::ALL {
+            match backend.device() {
+                Ok(_) => assert!(backend.is_compiled()),
+                Err(error) => {
+                    assert!(!backend.is_compiled());
+                    assert!(
+                        error
+                            .to_string()
+                            .contains(&format!("--features {}", backend.name()))
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Training on the real, vendored MNIST with the NdArray backend: the seed recipe's accuracy,
+//! determinism, checkpoints and resume, and the files a run leaves.
+
+#![cfg(feature = "ndarray")]
+
+use std::path::{Path, PathBuf};
+
+use reclaim_dataset::{Family, default_data_folder};
+use reclaim_train::{
+    BackendChoice, EpochMetrics, ProgressDisplay, StartPolicy, StepMetrics, TimelineSample,
+    TrainConfig, TrainError, latest_checkpoint, read_json_lines, run_files, train,
+};
+
+fn weights(run: &reclaim_train::TrainRun) -> Vec<u8> {
+    std::fs::read(&run.final_weights_path).unwrap()
+}
+
+fn quick_config(run_folder: &Path, limit: usize) -> TrainConfig {
+    TrainConfig {
+        training_sample_limit: Some(limit),
+        progress: ProgressDisplay::Hidden,
+        ..TrainConfig::recipe(
+            BackendChoice::Ndarray,
+            default_data_folder(None, Family::Mnist),
+            run_folder.to_path_buf(),
+        )
+    }
+}
+
+#[test]
+fn the_seed_recipe_reaches_88_percent_on_the_test_split() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = TrainConfig {
+        progress: ProgressDisplay::Hidden,
+        ..TrainConfig::recipe(
+            BackendChoice::Ndarray,
+            default_data_folder(None, Family::Mnist),
+            folder.path().join("run"),
+        )
+    };
+    let run = train(&config).unwrap();
+    assert_eq!(run.epochs.len(), 2);
+    let accuracy = run.final_test_accuracy().unwrap();
+    assert!(accuracy >= 0.88, "test accuracy {accuracy}");
+    assert!(run.epochs[1].train_loss < run.epochs[0].train_loss);
+    assert!(
+        run.summary()
+            .ends_with(&format!("test accuracy {:.2}%\n", accuracy * 100.0))
+    );
+}
+
+#[test]
+fn a_run_leaves_metrics_checkpoints_weights_and_reports() {
+    let folder = tempfile::tempdir().unwrap();
+    let run_folder = folder.path().join("run");
+    let run = train(&quick_config(&run_folder, 1280)).unwrap();
+
+    let epochs: Vec<EpochMetrics> =
+        read_json_lines(run_folder.join(run_files::EPOCH_METRICS)).unwrap();
+    assert_eq!(epochs, run.epochs);
+    assert_eq!(
+        epochs.iter().map(|epoch| epoch.epoch).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert!(epochs.iter().all(|epoch| epoch.samples_per_second > 0.0));
+
+    // 1280 samples in batches of 64: 20 steps an epoch, logged every 10 steps.
+    let steps: Vec<StepMetrics> =
+        read_json_lines(run_folder.join(run_files::STEP_METRICS)).unwrap();
+    assert_eq!(
+        steps.iter().map(|step| step.step).collect::<Vec<_>>(),
+        [10, 20, 30, 40]
+    );
+
+    let timeline: Vec<TimelineSample> =
+        read_json_lines(run_folder.join(run_files::MEMORY_TIMELINE)).unwrap();
+    let phases: Vec<&str> = timeline
+        .iter()
+        .filter_map(|sample| sample.phase.as_deref())
+        .collect();
+    for phase in [
+        "before loading",
+        "dataset opened",
+        "epoch 1",
+        "evaluation 2",
+        "model dropped",
+    ] {
+        assert!(phases.contains(&phase), "{phase} missing from {phases:?}");
+    }
+
+    let checkpoint = latest_checkpoint(&run_folder).unwrap();
+    assert!(
+        checkpoint.ends_with("epoch-0002"),
+        "{}",
+        checkpoint.display()
+    );
+    assert_eq!(
+        run.final_weights_path,
+        run_folder.join(run_files::FINAL_WEIGHTS)
+    );
+    assert_eq!(
+        std::fs::read(&run.final_weights_path).unwrap(),
+        std::fs::read(checkpoint.join(run_files::FINAL_WEIGHTS)).unwrap()
+    );
+    assert!(run_folder.join("release.md").is_file());
+    assert!(run_folder.join("release.json").is_file());
+}
+
+#[test]
+fn the_same_seed_gives_the_same_weights_and_another_seed_does_not() {
+    let folder = tempfile::tempdir().unwrap();
+    let first = train(&quick_config(&folder.path().join("first"), 640)).unwrap();
+    let second = train(&quick_config(&folder.path().join("second"), 640)).unwrap();
+    assert_eq!(weights(&first), weights(&second));
+    let other_seed = TrainConfig {
+        seed: 7,
+        ..quick_config(&folder.path().join("third"), 640)
+    };
+    assert_ne!(weights(&train(&other_seed).unwrap()), weights(&first));
+}
+
+#[test]
+fn an_interrupted_run_resumed_ends_with_the_uninterrupted_weights() {
+    let folder = tempfile::tempdir().unwrap();
+    let momentum = |run_folder: PathBuf| TrainConfig {
+        momentum: Some(0.9),
+        epochs: 3,
+        ..quick_config(&run_folder, 960)
+    };
+    let uninterrupted = train(&momentum(folder.path().join("straight"))).unwrap();
+
+    let interrupted_folder = folder.path().join("interrupted");
+    let interrupted = train(&TrainConfig {
+        stop_after_epochs: Some(1),
+        ..momentum(interrupted_folder.clone())
+    })
+    .unwrap();
+    assert_eq!(interrupted.epochs.len(), 1);
+    assert_ne!(weights(&interrupted), weights(&uninterrupted));
+
+    let resumed = train(&TrainConfig {
+        start: StartPolicy::ResumeLatestCheckpoint,
+        ..momentum(interrupted_folder.clone())
+    })
+    .unwrap();
+    assert_eq!(weights(&resumed), weights(&uninterrupted));
+    assert_eq!(resumed.epochs.len(), 3);
+    let losses =
+        |run: &reclaim_train::TrainRun| run.epochs.iter().map(|e| e.train_loss).collect::<Vec<_>>();
+    assert_eq!(losses(&resumed), losses(&uninterrupted));
+    let steps: Vec<StepMetrics> =
+        read_json_lines(interrupted_folder.join(run_files::STEP_METRICS)).unwrap();
+    let straight_steps: Vec<StepMetrics> =
+        read_json_lines(folder.path().join("straight").join(run_files::STEP_METRICS)).unwrap();
+    assert_eq!(steps, straight_steps);
+}
+
+#[test]
+fn resuming_needs_a_checkpoint_with_the_same_settings() {
+    let folder = tempfile::tempdir().unwrap();
+    let run_folder = folder.path().join("run");
+    let resume = |run_folder: &Path| TrainConfig {
+        start: StartPolicy::ResumeLatestCheckpoint,
+        ..quick_config(run_folder, 320)
+    };
+    let error = train(&resume(&run_folder)).unwrap_err();
+    assert!(matches!(error, TrainError::NoCheckpoint { .. }), "{error}");
+
+    train(&TrainConfig {
+        stop_after_epochs: Some(1),
+        ..quick_config(&run_folder, 320)
+    })
+    .unwrap();
+    let error = train(&TrainConfig {
+        learning_rate: 0.5,
+        ..resume(&run_folder)
+    })
+    .unwrap_err();
+    assert!(matches!(error, TrainError::Checkpoint { .. }), "{error}");
+    assert!(error.to_string().contains("epoch-0001"), "{error}");
+}
+
+#[test]
+fn invalid_settings_and_a_missing_dataset_are_typed_errors() {
+    let folder = tempfile::tempdir().unwrap();
+    let error = train(&TrainConfig {
+        batch_size: 0,
+        ..quick_config(&folder.path().join("run"), 64)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            TrainError::InvalidConfig {
+                setting: "batch size",
+                ..
+            }
+        ),
+        "{error}"
+    );
+
+    let error = train(&TrainConfig {
+        data_folder: folder.path().join("no-such-folder"),
+        ..quick_config(&folder.path().join("run"), 64)
+    })
+    .unwrap_err();
+    assert!(matches!(error, TrainError::Dataset(_)), "{error}");
+    assert!(error.to_string().contains("no-such-folder"), "{error}");
+}

@@ -1,0 +1,23 @@
+//! Trains the MNIST MLP on Burn's CUDA backend (device 0) with the seed recipe, then prints
+//! the accuracy, the time and the release report with the device pool's bytes at each step.
+//!
+//! ```sh
+//! cargo run --release --features cuda --example cuda
+//! ```
+
+#[global_allocator]
+static ALLOCATOR: reclaim::train::CountingAllocator = reclaim::train::CountingAllocator;
+
+fn main() -> anyhow::Result<()> {
+    use reclaim::dataset::{Family, default_data_folder};
+    use reclaim::train::{BackendChoice, TrainConfig, train};
+
+    let config = TrainConfig::recipe(
+        BackendChoice::Cuda,
+        default_data_folder(None, Family::Mnist),
+        "runs/example-cuda".into(),
+    );
+    let run = train(&config)?;
+    print!("{}", run.summary());
+    Ok(())
+}
