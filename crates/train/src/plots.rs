@@ -367,9 +367,7 @@ fn draw_legend_row<DB: DrawingBackend>(
     Ok(())
 }
 
-fn legend_mark<DB: DrawingBackend>(
-    color: RGBColor,
-) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
+fn legend_mark(color: RGBColor) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
     move |(x, y)| Rectangle::new([(x, y - 3), (x + 18, y + 3)], color.filled())
 }
 
@@ -471,7 +469,7 @@ fn draw_loss_panel<DB: DrawingBackend>(
         .draw_series(LineSeries::new(logged, colors::LOSS_LOGGED.stroke_width(1)))
         .map_err(describe)?
         .label("logged (mean of 10 steps)")
-        .legend(legend_mark::<DB>(colors::LOSS_LOGGED));
+        .legend(legend_mark(colors::LOSS_LOGGED));
     chart
         .draw_series(LineSeries::new(
             smoothed,
@@ -479,7 +477,7 @@ fn draw_loss_panel<DB: DrawingBackend>(
         ))
         .map_err(describe)?
         .label(format!("smoothed (moving average, {LOSS_SMOOTHING})"))
-        .legend(legend_mark::<DB>(colors::LOSS_SMOOTHED));
+        .legend(legend_mark(colors::LOSS_SMOOTHED));
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -570,15 +568,14 @@ fn draw_accuracy_panel<DB: DrawingBackend>(
             points
                 .iter()
                 .enumerate()
-                .filter_map(|(index, &(epoch, accuracy))| {
-                    (index % label_every == 0 || index + 1 == points.len()).then(|| {
-                        EmptyElement::at((epoch, accuracy))
-                            + Text::new(
-                                format!("{accuracy:.2}%"),
-                                (0, -10),
-                                anchored(14.0, HPos::Center, VPos::Bottom),
-                            )
-                    })
+                .filter(|(index, _)| index % label_every == 0 || index + 1 == points.len())
+                .map(|(_, &(epoch, accuracy))| {
+                    EmptyElement::at((epoch, accuracy))
+                        + Text::new(
+                            format!("{accuracy:.2}%"),
+                            (0, -10),
+                            anchored(14.0, HPos::Center, VPos::Bottom),
+                        )
                 }),
         )
         .map_err(describe)?;
