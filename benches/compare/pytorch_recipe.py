@@ -64,13 +64,16 @@ def build_torchvision_layout(data_folder, root):
         source = os.path.join(data_folder, name + ".gz")
         target = os.path.join(raw, name)
         digest = hashlib.sha256()
-        with gzip.open(source, "rb") as compressed, open(target + ".tmp", "wb") as output:
-            while chunk := compressed.read(1 << 20):
-                digest.update(chunk)
-                output.write(chunk)
+        try:
+            with gzip.open(source, "rb") as compressed, open(target + ".tmp", "wb") as output:
+                while chunk := compressed.read(1 << 20):
+                    digest.update(chunk)
+                    output.write(chunk)
+        except (OSError, EOFError) as error:
+            raise SystemExit(f"pytorch_recipe.py: {source}: cannot decompress: {error}") from error
         if digest.hexdigest() != expected:
             os.remove(target + ".tmp")
-            raise SystemExit(f"{source}: decompressed SHA-256 {digest.hexdigest()}, expected {expected}")
+            raise SystemExit(f"pytorch_recipe.py: {source}: decompressed SHA-256 {digest.hexdigest()}, expected {expected}")
         os.replace(target + ".tmp", target)
 
 

@@ -159,7 +159,7 @@ def build_table(pytorch, reclaim, pytorch_time, reclaim_time, machine):
         ("RSS after release", mib, "rss_after_release"),
     ]
     lines = [
-        f"| metric ({pytorch['epochs']} epochs) | PyTorch | Reclaim | ratio (PyTorch ÷ Reclaim) |",
+        f"| metric ({pytorch['epochs']} epoch{'' if pytorch['epochs'] == 1 else 's'}) | PyTorch | Reclaim | ratio (PyTorch ÷ Reclaim) |",
         "|---|---:|---:|---:|",
     ]
     for label, formatter, key in rows:
@@ -171,7 +171,7 @@ def build_table(pytorch, reclaim, pytorch_time, reclaim_time, machine):
         lines.append(f"| whole process, wall seconds (`/usr/bin/time`) | {seconds(pytorch_time['wall_seconds'])} | "
                      f"{seconds(reclaim_time['wall_seconds'])} | "
                      f"{ratio(pytorch_time['wall_seconds'], reclaim_time['wall_seconds'])} |")
-        lines.append(f"| whole process, maximum RSS (`/usr/bin/time`) | {mib(pytorch_time['max_rss_bytes'])} | "
+        lines.append(f"| whole process, maximum RSS, exit included (`/usr/bin/time`) | {mib(pytorch_time['max_rss_bytes'])} | "
                      f"{mib(reclaim_time['max_rss_bytes'])} | "
                      f"{ratio(pytorch_time['max_rss_bytes'], reclaim_time['max_rss_bytes'])} |")
 
