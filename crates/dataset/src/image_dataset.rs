@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::array::IdxArray;
+use crate::array::{AccessPattern, IdxArray};
 use crate::catalogue::{Family, Split, mnist_file_names};
 use crate::element::ElementType;
 use crate::error::{DatasetError, Result};
@@ -216,6 +216,15 @@ impl ImageDataset {
     /// The labels array.
     pub fn label_array(&self) -> &IdxArray {
         &self.labels
+    }
+
+    /// Tells the kernel how both mapped files will be read (see [`IdxArray::advise`]):
+    /// [`AccessPattern::Sequential`] before scanning front to back, [`AccessPattern::Random`]
+    /// for shuffled epochs over files larger than the page cache, [`AccessPattern::WillNeed`] to
+    /// start reading everything in at once. Does nothing for owned datasets.
+    pub fn advise(&self, pattern: AccessPattern) -> Result<()> {
+        self.images.advise(pattern)?;
+        self.labels.advise(pattern)
     }
 
     /// Bytes mapped for both files (0 when owned).

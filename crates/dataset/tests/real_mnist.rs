@@ -52,7 +52,8 @@ fn mnist_opens_mapped() {
         // SAFETY: the cache files are only ever replaced by rename, never modified in place.
         let dataset = unsafe { ImageDataset::open_mapped(mnist_folder(), split) }.unwrap();
         check_split(&dataset, split, StorageKind::Mapped);
-        dataset.images().advise(AccessPattern::Sequential).unwrap();
+        dataset.advise(AccessPattern::Sequential).unwrap();
+        dataset.advise(AccessPattern::WillNeed).unwrap();
     }
 }
 
