@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
 
-use crate::convert::{PixelFormat, convert_row};
+use crate::convert::{Affine, PixelFormat, append_converted};
 use crate::error::LoaderError;
 use crate::pool::{BufferPool, Pixels, SampleBuffers, Tracked};
 use crate::source::{ImageShape, ImageSource};
@@ -40,7 +40,6 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
 ) -> Result<FilledBatch, LoaderError> {
     let mut pixels = pool.take_pixels();
     let mut samples = pool.take_samples();
-    let used = indices.len() * pixels_per_image;
     let result = {
         let SampleBuffers {
             labels,
@@ -49,36 +48,24 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
         labels.clear();
         batch_indices.clear();
         batch_indices.extend_from_slice(indices);
+        // Buffers have full-batch capacity from the start: appending a batch never reallocates
+        // (so the memory report stays exact) and never zero-fills first.
         match pixels.get_mut() {
             Pixels::F32(values) => {
-                // Full-batch capacity, allocated zero-filled: resizing within it never
-                // reallocates, and only the first refill after a short batch writes zeros.
-                values.resize(used, 0.0);
-                let affine = format.affine().unwrap_or(crate::convert::Affine {
+                values.clear();
+                let affine = format.affine().unwrap_or(Affine {
                     scale: 1.0,
                     offset: 0.0,
                 });
-                fill_rows(
-                    source,
-                    indices,
-                    pixels_per_image,
-                    values,
-                    labels,
-                    scratch,
-                    |row, out| convert_row(row, out, affine),
-                )
+                fill_rows(source, indices, pixels_per_image, labels, scratch, |row| {
+                    append_converted(row, values, affine)
+                })
             }
             Pixels::U8(values) => {
-                values.resize(used, 0);
-                fill_rows(
-                    source,
-                    indices,
-                    pixels_per_image,
-                    values,
-                    labels,
-                    scratch,
-                    |row, out| out.copy_from_slice(row),
-                )
+                values.clear();
+                fill_rows(source, indices, pixels_per_image, labels, scratch, |row| {
+                    values.extend_from_slice(row)
+                })
             }
         }
     };
@@ -92,19 +79,33 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
     }
 }
 
-fn fill_rows<S, T>(
+/// How many samples ahead [`fill_rows`] asks the CPU to start loading rows: enough to cover a
+/// memory access while the rows in between are converted.
+const PREFETCH_DISTANCE: usize = 4;
+
+/// Appends, for each index, its image's row (through `append_row`) and its label.
+///
+/// Shuffled rows of a mapped file are scattered reads: the time goes to cache misses, not to
+/// the conversion. So while a row is converted, the row `PREFETCH_DISTANCE` samples later is
+/// already on its way.
+fn fill_rows<S>(
     source: &S,
     indices: &[usize],
     pixels_per_image: usize,
-    out: &mut [T],
     labels: &mut Vec<i64>,
     scratch: &mut Vec<u8>,
-    write_row: impl Fn(&[u8], &mut [T]),
+    mut append_row: impl FnMut(&[u8]),
 ) -> Result<(), LoaderError>
 where
     S: ImageSource + ?Sized,
 {
-    for (&index, out_row) in indices.iter().zip(out.chunks_exact_mut(pixels_per_image)) {
+    for &index in indices.iter().take(PREFETCH_DISTANCE) {
+        source.prefetch_sample(index);
+    }
+    for (position, &index) in indices.iter().enumerate() {
+        if let Some(&ahead) = indices.get(position + PREFETCH_DISTANCE) {
+            source.prefetch_sample(ahead);
+        }
         let label = match source.borrow_sample(index) {
             Some((row, label)) => {
                 if row.len() != pixels_per_image {
@@ -114,13 +115,13 @@ where
                         actual: row.len(),
                     });
                 }
-                write_row(row, out_row);
+                append_row(row);
                 label
             }
             None => {
                 scratch.resize(pixels_per_image, 0);
                 let label = source.read_sample(index, scratch)?;
-                write_row(scratch, out_row);
+                append_row(scratch);
                 label
             }
         };

@@ -10,7 +10,7 @@ use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 
 use crate::batch::{FilledBatch, assemble_batch};
 use crate::convert::PixelFormat;
@@ -190,6 +190,26 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// How many times the consumer yields its CPU, waiting for a batch, before it goes to sleep.
+const YIELDS_BEFORE_SLEEPING: u32 = 64;
+
+/// Takes the next message from a worker's queue.
+///
+/// A batch takes a worker some microseconds to make, about what it costs to put a sleeping
+/// thread back on a CPU, so the consumer first yields its CPU for a while (letting the workers
+/// run) and only then sleeps: a worker then rarely has to wake it, which would cost as much as
+/// the batch itself. `None` when the worker is gone without a word.
+fn receive(receiver: &Receiver<WorkerMessage>) -> Option<WorkerMessage> {
+    for _ in 0..YIELDS_BEFORE_SLEEPING {
+        match receiver.try_recv() {
+            Ok(message) => return Some(message),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => std::thread::yield_now(),
+        }
+    }
+    receiver.recv().ok()
+}
+
 struct Workers<H: JoinWorker> {
     receivers: Vec<Receiver<WorkerMessage>>,
     handles: Vec<H>,
@@ -315,8 +335,7 @@ impl<H: JoinWorker> EpochCore<H> {
             ),
             Some(workers) => {
                 let worker = batch % workers.receivers.len();
-                workers.receivers[worker]
-                    .recv()
+                receive(&workers.receivers[worker])
                     .unwrap_or(Err(LoaderError::WorkerVanished { worker }))
             }
         };

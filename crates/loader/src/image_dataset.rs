@@ -19,6 +19,13 @@ impl ImageSource for reclaim_dataset::ImageDataset {
         Some((self.image(index), i64::from(self.label(index))))
     }
 
+    fn prefetch_sample(&self, index: usize) {
+        crate::convert::prefetch(self.image(index));
+        if let Some(label) = self.labels().get(index..=index) {
+            crate::convert::prefetch(label);
+        }
+    }
+
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
         let image = self.image(index);
         if image.len() != pixels.len() {

@@ -232,11 +232,12 @@ impl BufferPool {
         if let Some(buffer) = self.lock().pixels.pop() {
             return buffer;
         }
+        // Capacity only: batches are appended, never zero-filled first.
         let pixels = match self.format {
             PixelFormat::UnitF32 | PixelFormat::NormalizedF32(_) => {
-                Pixels::F32(vec![0.0; self.pixels_per_batch])
+                Pixels::F32(Vec::with_capacity(self.pixels_per_batch))
             }
-            PixelFormat::RawU8 => Pixels::U8(vec![0; self.pixels_per_batch]),
+            PixelFormat::RawU8 => Pixels::U8(Vec::with_capacity(self.pixels_per_batch)),
         };
         Tracked::new(pixels, Category::Buffer, &self.accounting)
     }

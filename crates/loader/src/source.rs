@@ -63,6 +63,14 @@ pub trait ImageSource: Sync {
         None
     }
 
+    /// Hints that sample `index` will be read soon, so that its bytes can be on their way into
+    /// the CPU's caches while earlier samples are converted. Only a hint: it must not read the
+    /// sample (a read would wait for the very memory access the hint is meant to hide). The
+    /// default does nothing.
+    fn prefetch_sample(&self, index: usize) {
+        let _ = index;
+    }
+
     /// Writes the pixels of sample `index` into `pixels` (exactly `image_shape().pixels()`
     /// long) and returns its label.
     ///
@@ -85,6 +93,10 @@ impl<T: ImageSource + ?Sized> ImageSource for &T {
         (**self).borrow_sample(index)
     }
 
+    fn prefetch_sample(&self, index: usize) {
+        (**self).prefetch_sample(index);
+    }
+
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
         (**self).read_sample(index, pixels)
     }
@@ -101,6 +113,10 @@ impl<T: ImageSource + ?Sized + Send> ImageSource for std::sync::Arc<T> {
 
     fn borrow_sample(&self, index: usize) -> Option<(&[u8], i64)> {
         (**self).borrow_sample(index)
+    }
+
+    fn prefetch_sample(&self, index: usize) {
+        (**self).prefetch_sample(index);
     }
 
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
@@ -169,6 +185,11 @@ impl ImageSource for RawImages<'_> {
 
     fn borrow_sample(&self, index: usize) -> Option<(&[u8], i64)> {
         Some((self.image(index), i64::from(self.labels[index])))
+    }
+
+    fn prefetch_sample(&self, index: usize) {
+        crate::convert::prefetch(self.image(index));
+        crate::convert::prefetch(&self.labels[index..=index]);
     }
 
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {

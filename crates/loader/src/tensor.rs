@@ -78,9 +78,8 @@ pub(crate) fn lend_pixels<const D: usize>(
         pixels: Some(pixels),
         pool,
     };
-    // SAFETY: the controller's memory starts with the buffer's `len` elements, all initialized
-    // (every pooled buffer is zero-filled when allocated and only ever shortened or refilled),
-    // which is `initialized_bytes` bytes.
+    // SAFETY: the controller's memory starts with the buffer's `len` elements, which a `Vec`
+    // guarantees are initialized: `initialized_bytes` bytes.
     let bytes = unsafe { Bytes::from_controller(Box::new(controller), initialized_bytes) };
     TensorData::from_bytes(bytes, dims, dtype)
 }
@@ -90,8 +89,8 @@ pub(crate) fn lend_pixels<const D: usize>(
 /// # Safety
 ///
 /// Upholds [`AllocationController`]'s contract: `memory`/`memory_mut` expose exactly the
-/// buffer's allocation (its whole capacity, of which the first `len` elements are
-/// initialized); `alloc_align` is the element alignment the buffer was allocated with by the
+/// buffer's allocation (its whole capacity, as possibly uninitialized bytes, of which the first
+/// `len` elements are initialized); `alloc_align` is the element alignment the buffer was allocated with by the
 /// global allocator; `try_detach` gives that allocation away for good (nothing here frees or
 /// reuses it afterwards).
 struct PooledAllocation {

@@ -147,8 +147,26 @@ fn burn_loader_scope(dataset: &std::sync::Arc<ImageDataset>, device: &Device) {
     assert_eq!(count, loader.num_items().div_ceil(64));
 }
 
+/// The first time a thread waits on a `std::sync::mpsc` channel, std gives it a waiting
+/// context that it keeps until the thread ends (a few dozen bytes, the thread's and not the
+/// channel's). Whether the test thread first waits in a warm-up run or in a measured one
+/// depends on timing, so it is made to wait once here, before anything is measured: the
+/// sender holds back until the receiver has certainly gone to sleep.
+fn make_this_thread_wait_on_a_channel_once() {
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<()>(0);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            sender.send(()).unwrap();
+        });
+        receiver.recv().unwrap();
+    });
+}
+
 #[test]
 fn every_byte_comes_back_when_the_loader_and_the_dataset_go() {
+    make_this_thread_wait_on_a_channel_once();
+
     let folder = tempfile::tempdir().unwrap();
     write_idx_pair(folder.path(), 3000, ImageShape::MNIST);
     let images_path = folder.path().join("train-images-idx3-ubyte");

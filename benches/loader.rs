@@ -1,0 +1,159 @@
+//! Feeding a Burn model from MNIST's train split (60 000 images, memory-mapped), one whole
+//! shuffled epoch per iteration, batches of 64 turned into `[64, 28, 28]` image tensors and
+//! `[64]` label tensors on the NdArray device, normalized with MNIST's mean and standard
+//! deviation:
+//!
+//! - `memcpy_pixels`: a plain copy of the same 47 MB of pixels, the floor.
+//! - `reclaim/{0,1,2}_workers`: this crate's loader (`Batch::into_tensors`).
+//! - `burn/{0,2}_workers`: Burn's own pipeline as its MNIST example builds it: `MnistItem`s
+//!   (`image: [[f32; 28]; 28]`, `label: u8`, made here from the same IDX data since Burn's
+//!   `MnistDataset` downloads) in an `InMemDataset`, `DataLoaderBuilder` with a batcher that
+//!   makes a tensor per item, normalizes it, then concatenates.
+//!
+//! Throughput is in samples per second. Run with `cargo bench --bench loader`; figures go to
+//! docs/benchmarks.md.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use burn::data::dataloader::DataLoaderBuilder;
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::InMemDataset;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
+use reclaim::loader::{Loader, LoaderConfig, TensorBatch};
+
+const SEED: u64 = 42;
+const BATCH_SIZE: usize = 64;
+
+fn train_split() -> ImageDataset {
+    let folder = default_data_folder(None, Family::Mnist);
+    // SAFETY: the vendored files and their decompressed cache are not modified while the bench
+    // runs.
+    unsafe { ImageDataset::open_mapped(&folder, Split::Train) }.expect("MNIST train opens")
+}
+
+fn device() -> Device {
+    #[allow(deprecated)] // Burn 0.22 deprecates NdArray in favour of Flex; it is our default.
+    Device::ndarray()
+}
+
+/// Burn's MNIST item (`burn::data::dataset::vision::MnistItem`).
+#[derive(Clone, Debug)]
+struct MnistItem {
+    image: [[f32; 28]; 28],
+    label: u8,
+}
+
+#[derive(Clone, Debug)]
+struct MnistBatch {
+    images: Tensor<3>,
+    targets: Tensor<1, Int>,
+}
+
+/// The batcher of Burn's MNIST example.
+#[derive(Clone, Debug, Default)]
+struct MnistBatcher;
+
+impl Batcher<MnistItem, MnistBatch> for MnistBatcher {
+    fn batch(&self, items: Vec<MnistItem>, device: &Device) -> MnistBatch {
+        let images = items
+            .iter()
+            .map(|item| TensorData::from(item.image))
+            .map(|data| Tensor::<2>::from_data(data, device))
+            .map(|tensor| tensor.reshape([1, 28, 28]))
+            // Normalize: scale to [0, 1], then mean 0 and standard deviation 1, with the values
+            // of PyTorch's MNIST example.
+            .map(|tensor| ((tensor / 255) - 0.1307) / 0.3081)
+            .collect();
+        let targets = items
+            .iter()
+            .map(|item| Tensor::<1, Int>::from_data([i64::from(item.label)], device))
+            .collect();
+        MnistBatch {
+            images: Tensor::cat(images, 0),
+            targets: Tensor::cat(targets, 0),
+        }
+    }
+}
+
+fn mnist_items(dataset: &ImageDataset) -> Vec<MnistItem> {
+    (0..dataset.len())
+        .map(|index| {
+            let mut image = [[0.0f32; 28]; 28];
+            for (value, &pixel) in image.as_flattened_mut().iter_mut().zip(dataset.image(index)) {
+                *value = f32::from(pixel);
+            }
+            MnistItem {
+                image,
+                label: dataset.label(index),
+            }
+        })
+        .collect()
+}
+
+fn epoch(criterion: &mut Criterion) {
+    let dataset = train_split();
+    let samples = dataset.len();
+    let device = device();
+    let mut group = criterion.benchmark_group("mnist_train_epoch");
+    group.throughput(Throughput::Elements(samples as u64));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(2));
+    group.measurement_time(Duration::from_secs(8));
+
+    let mut copy = vec![0u8; dataset.pixels().len()];
+    group.bench_function("memcpy_pixels", |bencher| {
+        bencher.iter(|| {
+            copy.copy_from_slice(black_box(dataset.pixels()));
+            black_box(&copy);
+        })
+    });
+
+    for num_workers in [0, 1, 2] {
+        let config = LoaderConfig {
+            num_workers,
+            ..LoaderConfig::mnist_training(SEED)
+        };
+        let loader = Loader::new(&dataset, config).expect("a valid configuration");
+        let mut epoch_number = 0;
+        group.bench_function(BenchmarkId::new("reclaim", format!("{num_workers}_workers")), |bencher| {
+            bencher.iter(|| {
+                std::thread::scope(|scope| {
+                    let epoch = loader.epoch(scope, epoch_number).expect("workers start");
+                    for batch in &epoch {
+                        let tensors: TensorBatch<3> = batch
+                            .expect("MNIST batches assemble")
+                            .into_tensors(&device)
+                            .expect("rank 3 is supported");
+                        black_box(tensors);
+                    }
+                });
+                epoch_number += 1;
+            })
+        });
+    }
+
+    let items = mnist_items(&dataset);
+    for num_workers in [0, 2] {
+        let burn_loader = DataLoaderBuilder::new(MnistBatcher)
+            .batch_size(BATCH_SIZE)
+            .shuffle(SEED)
+            .num_workers(num_workers)
+            .set_device(device.clone())
+            .build(InMemDataset::new(items.clone()));
+        group.bench_function(BenchmarkId::new("burn", format!("{num_workers}_workers")), |bencher| {
+            bencher.iter(|| {
+                for batch in burn_loader.iter() {
+                    let batch = batch.expect("in-memory items never fail");
+                    black_box((batch.images, batch.targets));
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, epoch);
+criterion_main!(benches);
