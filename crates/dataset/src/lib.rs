@@ -76,3 +76,8 @@ pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 pub use image_dataset::{ImageDataset, locate_split_files};
 pub use writer::{encode_idx, write_idx};
+
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
