@@ -12,6 +12,10 @@
 //!
 //! Throughput is in samples per second. Run with `cargo bench --bench loader`; figures go to
 //! docs/benchmarks.md.
+#![expect(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented public function"
+)]
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -82,7 +86,11 @@ fn mnist_items(dataset: &ImageDataset) -> Vec<MnistItem> {
     (0..dataset.len())
         .map(|index| {
             let mut image = [[0.0f32; 28]; 28];
-            for (value, &pixel) in image.as_flattened_mut().iter_mut().zip(dataset.image(index)) {
+            for (value, &pixel) in image
+                .as_flattened_mut()
+                .iter_mut()
+                .zip(dataset.image(index))
+            {
                 *value = f32::from(pixel);
             }
             MnistItem {
@@ -118,21 +126,24 @@ fn epoch(criterion: &mut Criterion) {
         };
         let loader = Loader::new(&dataset, config).expect("a valid configuration");
         let mut epoch_number = 0;
-        group.bench_function(BenchmarkId::new("reclaim", format!("{num_workers}_workers")), |bencher| {
-            bencher.iter(|| {
-                std::thread::scope(|scope| {
-                    let epoch = loader.epoch(scope, epoch_number).expect("workers start");
-                    for batch in &epoch {
-                        let tensors: TensorBatch<3> = batch
-                            .expect("MNIST batches assemble")
-                            .into_tensors(&device)
-                            .expect("rank 3 is supported");
-                        black_box(tensors);
-                    }
-                });
-                epoch_number += 1;
-            })
-        });
+        group.bench_function(
+            BenchmarkId::new("reclaim", format!("{num_workers}_workers")),
+            |bencher| {
+                bencher.iter(|| {
+                    std::thread::scope(|scope| {
+                        let epoch = loader.epoch(scope, epoch_number).expect("workers start");
+                        for batch in &epoch {
+                            let tensors: TensorBatch<3> = batch
+                                .expect("MNIST batches assemble")
+                                .into_tensors(&device)
+                                .expect("rank 3 is supported");
+                            black_box(tensors);
+                        }
+                    });
+                    epoch_number += 1;
+                })
+            },
+        );
     }
 
     let items = mnist_items(&dataset);
@@ -143,14 +154,17 @@ fn epoch(criterion: &mut Criterion) {
             .num_workers(num_workers)
             .set_device(device.clone())
             .build(InMemDataset::new(items.clone()));
-        group.bench_function(BenchmarkId::new("burn", format!("{num_workers}_workers")), |bencher| {
-            bencher.iter(|| {
-                for batch in burn_loader.iter() {
-                    let batch = batch.expect("in-memory items never fail");
-                    black_box((batch.images, batch.targets));
-                }
-            })
-        });
+        group.bench_function(
+            BenchmarkId::new("burn", format!("{num_workers}_workers")),
+            |bencher| {
+                bencher.iter(|| {
+                    for batch in burn_loader.iter() {
+                        let batch = batch.expect("in-memory items never fail");
+                        black_box((batch.images, batch.targets));
+                    }
+                })
+            },
+        );
     }
     group.finish();
 }

@@ -118,7 +118,9 @@ fn measure(
                 drop((images, labels));
             }
             drop(epoch);
-            device.sync().map_err(|error| anyhow::anyhow!("{error:?}"))?;
+            device
+                .sync()
+                .map_err(|error| anyhow::anyhow!("{error:?}"))?;
             epoch_durations.push(epoch_started.elapsed());
         }
         Ok(())
@@ -170,7 +172,11 @@ fn print_text(arguments: &BenchLoaderArguments, dataset: &ImageDataset, measured
     );
 }
 
-fn json(arguments: &BenchLoaderArguments, dataset: &ImageDataset, measured: &Measurements) -> String {
+fn json(
+    arguments: &BenchLoaderArguments,
+    dataset: &ImageDataset,
+    measured: &Measurements,
+) -> String {
     let epoch_ms: Vec<String> = measured
         .epoch_durations
         .iter()

@@ -313,7 +313,7 @@ impl Sampler for WeightedRandomSampler {
 /// `world_size`-th index starting at `rank`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DistributedSampler {
-    len: usize,
+    source_len: usize,
     rank: usize,
     world_size: usize,
     order: Order,
@@ -345,7 +345,7 @@ impl DistributedSampler {
             UnevenShards::Drop => len / world_size,
         };
         Ok(Self {
-            len,
+            source_len: len,
             rank,
             world_size,
             order,
@@ -366,11 +366,11 @@ impl Sampler for DistributedSampler {
     }
 
     fn index_bound(&self) -> usize {
-        self.len
+        self.source_len
     }
 
     fn epoch_indices(&self, seed: u64, epoch: u64) -> Vec<usize> {
-        let mut whole: Vec<usize> = (0..self.len).collect();
+        let mut whole: Vec<usize> = (0..self.source_len).collect();
         if self.order == Order::Shuffled {
             EpochRng::new(seed, epoch, Stream::Distributed).shuffle(&mut whole);
         }
