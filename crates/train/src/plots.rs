@@ -271,6 +271,17 @@ fn mebibytes(bytes: u64) -> f64 {
     bytes as f64 / BYTES_PER_MEBIBYTE
 }
 
+/// Decimals for the labels of an axis from 0 to `end`: enough for its ticks to differ.
+fn axis_decimals(end: f64) -> usize {
+    if end >= 10.0 {
+        0
+    } else if end >= 1.0 {
+        1
+    } else {
+        2
+    }
+}
+
 /// `1234` → `"1234"`, `12.34` → `"12.3"`, `1.234` → `"1.23"`.
 fn format_value(value: f64) -> String {
     if !value.is_finite() {
@@ -417,6 +428,7 @@ fn draw_loss_panel<DB: DrawingBackend>(
     let lowest = losses.iter().copied().fold(f64::MAX, f64::min);
     let y_range = lowest.min(0.0)..(highest.max(lowest + 1e-3) * 1.08);
 
+    let loss_decimals = axis_decimals(y_range.end - y_range.start);
     let mut chart = ChartBuilder::on(area)
         .caption(title, text_style(22.0))
         .margin(14)
@@ -433,7 +445,7 @@ fn draw_loss_panel<DB: DrawingBackend>(
         .x_desc("optimizer step")
         .y_desc("cross-entropy loss")
         .x_label_formatter(&|step| format!("{step:.0}"))
-        .y_label_formatter(&|loss| format!("{loss:.1}"))
+        .y_label_formatter(&|loss| format!("{loss:.precision$}", precision = loss_decimals))
         .draw()
         .map_err(describe)?;
 
@@ -712,7 +724,8 @@ fn draw_timeline_panel<DB: DrawingBackend>(
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..x_end, 0.0..y_end)
         .map_err(describe)?;
-    let x_precision = if x_end >= 10.0 { 0 } else { 1 };
+    let x_precision = axis_decimals(x_end);
+    let y_precision = axis_decimals(y_end);
     chart
         .configure_mesh()
         .light_line_style(TRANSPARENT)
@@ -722,7 +735,7 @@ fn draw_timeline_panel<DB: DrawingBackend>(
         .x_desc("seconds since the run started")
         .y_desc("MiB")
         .x_label_formatter(&|seconds| format!("{seconds:.x_precision$}"))
-        .y_label_formatter(&|mebibytes| format!("{mebibytes:.0}"))
+        .y_label_formatter(&|mebibytes| format!("{mebibytes:.y_precision$}"))
         .draw()
         .map_err(describe)?;
 
@@ -800,7 +813,6 @@ fn draw_release_panel<DB: DrawingBackend>(
     steps: &[&TimelineSample],
 ) -> Drawn {
     let title = "The release, step by step (memory right after each step)";
-    let y_label_formatter = |mebibytes: &f64| format!("{mebibytes:.0}");
     if steps.is_empty() {
         return draw_note(area, title, "no phase recorded");
     }
@@ -814,6 +826,7 @@ fn draw_release_panel<DB: DrawingBackend>(
         .map(mebibytes)
         .fold(1.0, f64::max);
     let y_end = highest * 1.15;
+    let y_precision = axis_decimals(y_end);
     let mut chart = ChartBuilder::on(area)
         .caption(title, text_style(22.0))
         .margin(14)
@@ -830,7 +843,7 @@ fn draw_release_panel<DB: DrawingBackend>(
         .label_style(text_style(14.0))
         .axis_desc_style(text_style(15.0))
         .y_desc("MiB")
-        .y_label_formatter(&y_label_formatter)
+        .y_label_formatter(&|mebibytes| format!("{mebibytes:.y_precision$}"))
         .draw()
         .map_err(describe)?;
 
@@ -944,11 +957,7 @@ fn draw_bar_panel<DB: DrawingBackend>(
         .axis_desc_style(text_style(14.0))
         .y_desc(bar_chart.value_label.as_str())
         .y_label_formatter(&|value| {
-            if y_end >= 10.0 {
-                format!("{value:.0}")
-            } else {
-                format!("{value:.1}")
-            }
+            format!("{value:.precision$}", precision = axis_decimals(y_end))
         })
         .draw()
         .map_err(describe)?;
@@ -1020,6 +1029,13 @@ mod tests {
         assert_eq!(format_value(12.345), "12.3");
         assert_eq!(format_value(1.2345), "1.23");
         assert_eq!(format_value(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn axis_labels_have_enough_decimals_to_differ() {
+        assert_eq!(axis_decimals(250.0), 0);
+        assert_eq!(axis_decimals(2.5), 1);
+        assert_eq!(axis_decimals(0.45), 2);
     }
 
     #[test]
