@@ -45,6 +45,8 @@ pub(crate) mod colors {
     pub const MAPPED: RGBColor = RGBColor(44, 160, 44);
     /// Device memory in use.
     pub const DEVICE: RGBColor = RGBColor(214, 39, 40);
+    /// Device memory reserved by the backend's pool.
+    pub const DEVICE_RESERVED: RGBColor = RGBColor(148, 103, 189);
     /// Phase markers and annotations.
     pub const PHASE: RGBColor = RGBColor(110, 110, 110);
     /// Bars of a bar chart.
@@ -608,7 +610,7 @@ struct MemorySeries {
     read: fn(&TimelineSample) -> Option<u64>,
 }
 
-const MEMORY_SERIES: [MemorySeries; 4] = [
+const MEMORY_SERIES: [MemorySeries; 5] = [
     MemorySeries {
         name: "resident set (RSS)",
         color: colors::RESIDENT,
@@ -628,6 +630,11 @@ const MEMORY_SERIES: [MemorySeries; 4] = [
         name: "device in use",
         color: colors::DEVICE,
         read: |sample| sample.memory.device_bytes_in_use,
+    },
+    MemorySeries {
+        name: "device reserved",
+        color: colors::DEVICE_RESERVED,
+        read: |sample| sample.memory.device_bytes_reserved,
     },
 ];
 
@@ -779,7 +786,8 @@ fn draw_timeline_panel<DB: DrawingBackend>(
             .map_err(describe)?;
     }
     for (series, points) in series {
-        let with_points = series.color == colors::DEVICE;
+        // The device is read at phase boundaries only: points show where.
+        let with_points = series.color == colors::DEVICE || series.color == colors::DEVICE_RESERVED;
         let line = LineSeries::new(points, series.color.stroke_width(2))
             .point_size(if with_points { 3 } else { 0 });
         chart.draw_series(line).map_err(describe)?;
