@@ -24,7 +24,8 @@ fn train_step(criterion: &mut Criterion) {
         let device: Device = backend.device().expect("compiled backend").autodiff();
         let mut model = Some(SimpleNnConfig::new().init(&device));
         let mut optimizer = SgdConfig::new().init();
-        let images = Tensor::<2>::random([BATCH_SIZE, 784], Distribution::Uniform(0.0, 1.0), &device);
+        let images =
+            Tensor::<2>::random([BATCH_SIZE, 784], Distribution::Uniform(0.0, 1.0), &device);
         let labels = Tensor::<1, Int>::from_ints(
             &std::array::from_fn::<i64, BATCH_SIZE, _>(|index| (index % 10) as i64)[..],
             &device,

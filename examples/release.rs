@@ -11,11 +11,10 @@
 //! files. The table printed at the end shows it with numbers: RSS, live heap bytes (counted by
 //! the global allocator below), bytes of dataset files mapped, and the device pool.
 
-use burn::module::Module;
 use burn::optim::{GradientsParams, SgdConfig};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::loader::{Loader, LoaderConfig, PixelFormat, TensorBatch};
-use reclaim::model::SimpleNnConfig;
+use reclaim::model::{SimpleNn, SimpleNnConfig};
 use reclaim::train::{BackendChoice, CountingAllocator, MemorySnapshot, ReleaseReport};
 
 #[global_allocator]
@@ -34,7 +33,7 @@ fn main() -> anyhow::Result<()> {
     report.record("0. before loading", measure());
 
     // The model lives longest: it is created first and dropped last.
-    let mut model = SimpleNnConfig::new().init(&training_device);
+    let model = SimpleNnConfig::new().init(&training_device);
     let mut optimizer = SgdConfig::new().init();
 
     // SAFETY: nothing modifies the vendored MNIST files (or their decompressed cache) while
@@ -42,7 +41,8 @@ fn main() -> anyhow::Result<()> {
     let dataset = unsafe { ImageDataset::open_mapped(&data_folder, Split::Train)? };
     report.record("1. dataset opened (mapped)", measure());
 
-    std::thread::scope(|scope| -> anyhow::Result<()> {
+    let model = std::thread::scope(|scope| -> anyhow::Result<SimpleNn> {
+        let mut model = model;
         let loader = Loader::new(
             &dataset,
             LoaderConfig {
@@ -59,7 +59,7 @@ fn main() -> anyhow::Result<()> {
             model = optimizer.step(0.01, model, gradients);
         }
         report.record("2. one epoch trained", measure());
-        Ok(())
+        Ok(model)
         // `del train_loader`: the epoch, its worker threads and the loader end with this scope.
         // Keeping a batch, the epoch or the loader past this line does not compile.
     })?;

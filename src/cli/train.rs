@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use reclaim_train::{
-    BackendChoice, PixelScaling, ProgressDisplay, StartPolicy, TrainConfig,
-    evaluate_weights, latest_checkpoint, run_files,
+    BackendChoice, PixelScaling, ProgressDisplay, StartPolicy, TrainConfig, evaluate_weights,
+    latest_checkpoint, run_files,
 };
 
 /// Arguments of `reclaim train`.

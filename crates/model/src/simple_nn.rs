@@ -1,11 +1,11 @@
 use std::fmt;
 
 use burn::config::Config;
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig, Relu};
 use burn::store::{BurnpackStore, ModuleSnapshot, SafetensorsStore};
-use burn::tensor::{Bytes, Device, Int, Tensor};
+use burn::tensor::{Bytes, Device, Int, Tensor, TensorData};
 
 use crate::ModelError;
 
@@ -31,6 +31,61 @@ impl SimpleNnConfig {
             hidden: LinearConfig::new(self.input_size, self.hidden_size).init(device),
             activation: Relu::new(),
             output: LinearConfig::new(self.hidden_size, self.number_of_classes).init(device),
+        }
+    }
+}
+
+/// SplitMix64: a tiny, fast, well-mixed generator, enough to draw initial weights from a seed.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut mixed = self.0;
+        mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        mixed ^ (mixed >> 31)
+    }
+
+    /// Uniform in `[-bound, bound)`.
+    fn next_symmetric(&mut self, bound: f64) -> f32 {
+        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        ((unit * 2.0 - 1.0) * bound) as f32
+    }
+}
+
+fn seeded_linear(
+    input_size: usize,
+    output_size: usize,
+    device: &Device,
+    random: &mut SplitMix64,
+) -> Linear {
+    let bound = 1.0 / (input_size as f64).sqrt();
+    let mut draw =
+        |count: usize| -> Vec<f32> { (0..count).map(|_| random.next_symmetric(bound)).collect() };
+    let weight = TensorData::new(draw(input_size * output_size), [input_size, output_size]);
+    let bias = TensorData::new(draw(output_size), [output_size]);
+    Linear {
+        weight: Param::from_data(weight, device),
+        bias: Some(Param::from_data(bias, device)),
+    }
+}
+
+impl SimpleNnConfig {
+    /// Creates the model on `device` with weights drawn from `seed` alone (uniform in
+    /// ±1/√fan_in, as PyTorch's `nn.Linear`): the same values on every backend and in every
+    /// run, whatever else uses the backend's own random generator meanwhile.
+    pub fn init_seeded(&self, device: &Device, seed: u64) -> SimpleNn {
+        let mut random = SplitMix64(seed);
+        SimpleNn {
+            hidden: seeded_linear(self.input_size, self.hidden_size, device, &mut random),
+            activation: Relu::new(),
+            output: seeded_linear(
+                self.hidden_size,
+                self.number_of_classes,
+                device,
+                &mut random,
+            ),
         }
     }
 }
@@ -237,6 +292,45 @@ mod tests {
                 .unwrap_err();
             assert!(matches!(error, ModelError::LoadWeights { .. }), "{error}");
         }
+    }
+
+    #[test]
+    fn seeded_initialization_is_the_same_on_every_backend_and_depends_on_the_seed() {
+        let parameters = |model: &SimpleNn| {
+            let mut values = model
+                .hidden
+                .weight
+                .val()
+                .into_data()
+                .to_vec::<f32>()
+                .unwrap();
+            values.extend(
+                model
+                    .output
+                    .weight
+                    .val()
+                    .into_data()
+                    .to_vec::<f32>()
+                    .unwrap(),
+            );
+            values
+        };
+        let ndarray = SimpleNnConfig::new().init_seeded(&cpu_device(), 42);
+        let flex = SimpleNnConfig::new().init_seeded(&Device::flex(), 42);
+        assert!(parameters(&ndarray) == parameters(&flex));
+        let other = SimpleNnConfig::new().init_seeded(&cpu_device(), 43);
+        assert!(parameters(&ndarray) != parameters(&other));
+        let weight = ndarray
+            .hidden
+            .weight
+            .val()
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
+        let bound = 1.0 / 784f32.sqrt();
+        assert!(weight.iter().all(|value| value.abs() <= bound));
+        let mean = weight.iter().sum::<f32>() / weight.len() as f32;
+        assert!(mean.abs() < 0.001, "mean {mean}");
     }
 
     #[test]

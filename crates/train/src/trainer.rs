@@ -13,8 +13,8 @@ use burn::tensor::{Device, ElementConversion, Tensor};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reclaim_dataset::{ImageDataset, Split};
 use reclaim_loader::{
-    ImageSource, Loader, LoaderConfig, LoaderState, Normalization, Order, PixelFormat, Sampling,
-    TensorBatch,
+    ImageShape, ImageSource, Loader, LoaderConfig, LoaderState, Normalization, Order, PixelFormat,
+    RawImages, Sampling, TensorBatch,
 };
 use reclaim_model::{SimpleNn, SimpleNnConfig, WeightFormat};
 use serde::{Deserialize, Serialize};
@@ -291,24 +291,53 @@ pub fn open_mnist_splits(folder: &Path) -> Result<(ImageDataset, ImageDataset), 
     Ok((train, test))
 }
 
-/// Runs a short computation so the backend's global state (runtime, thread pools, kernel
-/// caches) exists before memory is measured: what remains after release is then what the run
-/// itself failed to give back, not the backend's one-time setup.
-fn warm_up(training_device: &Device, config: &TrainConfig) {
+/// Runs the training and evaluation code paths once on a tiny synthetic source, so that the
+/// backend's and the standard library's one-time state (runtimes, thread pools, kernel caches,
+/// lazily initialized globals) exists before memory is measured: what remains after release
+/// is then what the run itself failed to give back, not one-time setup.
+fn warm_up(
+    training_device: &Device,
+    device: &Device,
+    config: &TrainConfig,
+) -> Result<(), TrainError> {
+    let samples = config.batch_size * 2;
+    let pixels = vec![0u8; samples * config.model.input_size];
+    let labels = vec![0u8; samples];
+    let shape = ImageShape {
+        height: 1,
+        width: config.model.input_size,
+    };
+    let source = RawImages::new(&pixels, &labels, shape)?;
+    let loader = Loader::new(
+        &source,
+        LoaderConfig {
+            batch_size: config.batch_size,
+            sampling: Sampling::Shuffled,
+            num_workers: config.workers,
+            pixel_format: config.pixel_format(),
+            ..LoaderConfig::default()
+        },
+    )?;
     let model = config.model.init(training_device);
     let mut optimizer = config.optimizer();
-    let images = Tensor::<2>::zeros(
-        [config.batch_size, config.model.input_size],
-        training_device,
-    );
-    let labels = Tensor::<1, burn::tensor::Int>::zeros([config.batch_size], training_device);
-    let loss = model.loss(model.forward(images), labels);
-    let gradients = GradientsParams::from_grads(loss.backward(), &model);
-    let model = optimizer.step(config.learning_rate, model, gradients);
-    let plain_device = training_device.clone().inner();
-    let validation_images = Tensor::<2>::zeros([2, config.model.input_size], &plain_device);
-    let _ = model.valid().forward(validation_images).into_data();
-    let _ = training_device.sync();
+    let model = std::thread::scope(|scope| -> Result<SimpleNn, TrainError> {
+        let mut model = model;
+        let epoch = loader.epoch(scope, 0)?;
+        let mut loss_sum = Tensor::<1>::zeros([1], device);
+        for batch in &epoch {
+            let TensorBatch { images, labels } = batch?.into_tensors::<2>(training_device)?;
+            let loss = model.loss(model.forward(images), labels);
+            let gradients = GradientsParams::from_grads(loss.backward(), &model);
+            model = optimizer.step(config.learning_rate, model, gradients);
+            loss_sum = loss_sum + loss.inner();
+        }
+        let _ = loss_sum.into_scalar::<f32>();
+        Ok(model)
+    })?;
+    evaluate_source(&model.valid(), &source, config.pixel_format(), device)?;
+    training_device.sync().map_err(|error| TrainError::Device {
+        message: format!("{error:?}"),
+    })
 }
 
 fn evaluate_source<S: ImageSource + ?Sized>(
@@ -404,7 +433,7 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
     let device = config.backend.device()?;
     device.seed(config.seed);
     let training_device = device.clone().autodiff();
-    warm_up(&training_device, config);
+    warm_up(&training_device, &device, config)?;
     device.seed(config.seed);
 
     // What a resumed run continues from.
@@ -475,7 +504,7 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
     );
 
     // The model and optimizer, fresh or from the checkpoint.
-    let mut model = config.model.init(&training_device);
+    let mut model = config.model.init_seeded(&training_device, config.seed);
     let mut optimizer = config.optimizer();
     if let Some((path, _)) = &resumed_checkpoint {
         let loaded = load_checkpoint(path, model, optimizer)?;

@@ -56,7 +56,7 @@ fn sample(seconds: f64, resident_mib: u64, mapped_mib: u64, phase: Option<&str>)
             device_bytes_in_use: phase.map(|_| 2 * MIB),
             device_bytes_reserved: phase.map(|_| 4 * MIB),
         },
-        phase: phase.map(str::to_string),
+        phase: phase.map(|phase| phase.to_string().into()),
     }
 }
 

@@ -1,0 +1,52 @@
+//! wgpu without a GPU: a few hundred training steps on whatever adapter wgpu finds (on CI,
+//! Mesa's software Vulkan driver, installed by `.ci/run`). The loss must fall, and the device
+//! pool's bytes in use must drop once the model is gone and `memory_cleanup` has run.
+
+#![cfg(feature = "wgpu")]
+
+use reclaim_dataset::{Family, default_data_folder};
+use reclaim_train::{
+    BackendChoice, ProgressDisplay, StepMetrics, TrainConfig, read_json_lines, run_files, train,
+};
+
+#[test]
+fn training_on_wgpu_lowers_the_loss_and_gives_device_memory_back() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = TrainConfig {
+        // 250 steps of 64 samples.
+        training_sample_limit: Some(16_000),
+        epochs: 1,
+        progress: ProgressDisplay::Hidden,
+        ..TrainConfig::recipe(
+            BackendChoice::Wgpu,
+            default_data_folder(None, Family::Mnist),
+            folder.path().join("run"),
+        )
+    };
+    let run = train(&config).unwrap();
+
+    let steps: Vec<StepMetrics> =
+        read_json_lines(run.run_folder.join(run_files::STEP_METRICS)).unwrap();
+    assert_eq!(steps.len(), 25);
+    let first = steps.first().unwrap().loss;
+    let last = steps.last().unwrap().loss;
+    assert!(last < first - 0.3, "loss fell from {first} to {last} only");
+    assert!(run.final_test_accuracy().unwrap() > 0.5);
+
+    let in_use = |name: &str| {
+        run.release
+            .steps
+            .iter()
+            .find(|step| step.step == name)
+            .and_then(|step| step.memory.device_bytes_in_use)
+            .unwrap_or_else(|| panic!("wgpu reports its pool at '{name}'"))
+    };
+    let trained = in_use("trained");
+    let released = in_use("model dropped");
+    assert!(trained > 0);
+    assert!(
+        released < trained,
+        "device bytes in use: {trained} trained, {released} after release\n{}",
+        run.release.to_markdown()
+    );
+}
