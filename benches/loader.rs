@@ -10,6 +10,13 @@
 //!   `MnistDataset` downloads) in an `InMemDataset`, `DataLoaderBuilder` with a batcher that
 //!   makes a tensor per item, normalizes it, then concatenates.
 //!
+//! Two latencies of the same loader, in `mnist_train_latency`:
+//!
+//! - `first_batch/{0,2}_workers`: from asking for an epoch (order drawn, workers started) to
+//!   holding its first batch.
+//! - `drop_half_way/2_workers_prefetch_4`: dropping an epoch half-way, with every worker's queue
+//!   full: raising the stop flag, freeing the queued batches, joining both workers.
+//!
 //! Throughput is in samples per second. Run with `cargo bench --bench loader`; figures go to
 //! docs/benchmarks.md.
 #![expect(
@@ -18,7 +25,7 @@
 )]
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use burn::data::dataloader::DataLoaderBuilder;
 use burn::data::dataloader::batcher::Batcher;
@@ -169,5 +176,70 @@ fn epoch(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, epoch);
+fn latency(criterion: &mut Criterion) {
+    let dataset = train_split();
+    let mut group = criterion.benchmark_group("mnist_train_latency");
+    group.sample_size(30);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+
+    for num_workers in [0, 2] {
+        let config = LoaderConfig {
+            num_workers,
+            ..LoaderConfig::mnist_training(SEED)
+        };
+        let loader = Loader::new(&dataset, config).expect("a valid configuration");
+        group.bench_function(
+            BenchmarkId::new("first_batch", format!("{num_workers}_workers")),
+            |bencher| {
+                bencher.iter_custom(|iterations| {
+                    let mut elapsed = Duration::ZERO;
+                    std::thread::scope(|scope| {
+                        for iteration in 0..iterations {
+                            let started = Instant::now();
+                            let epoch = loader.epoch(scope, iteration).expect("workers start");
+                            let batch = epoch.next_batch().expect("a first batch");
+                            elapsed += started.elapsed();
+                            black_box(batch.expect("MNIST batches assemble").len());
+                        }
+                    });
+                    elapsed
+                })
+            },
+        );
+    }
+
+    let config = LoaderConfig {
+        num_workers: 2,
+        prefetch: 4,
+        ..LoaderConfig::mnist_training(SEED)
+    };
+    let loader = Loader::new(&dataset, config).expect("a valid configuration");
+    group.bench_function(
+        BenchmarkId::new("drop_half_way", "2_workers_prefetch_4"),
+        |bencher| {
+            bencher.iter_custom(|iterations| {
+                let mut elapsed = Duration::ZERO;
+                std::thread::scope(|scope| {
+                    for iteration in 0..iterations {
+                        let epoch = loader.epoch(scope, iteration).expect("workers start");
+                        for _ in 0..epoch.remaining_batches() / 2 {
+                            drop(epoch.next_batch().expect("a batch"));
+                        }
+                        // Let both workers fill their queues.
+                        std::thread::sleep(Duration::from_millis(2));
+                        let started = Instant::now();
+                        drop(epoch);
+                        elapsed += started.elapsed();
+                        assert_eq!(loader.memory_report().current_bytes, 0);
+                    }
+                });
+                elapsed
+            })
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(benches, epoch, latency);
 criterion_main!(benches);
