@@ -10,7 +10,7 @@ use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 
 use crate::batch::{FilledBatch, assemble_batch};
 use crate::convert::PixelFormat;
@@ -172,7 +172,7 @@ impl WorkerContext {
                 }),
             };
             let failed = message.is_err();
-            if self.sender.send(message).is_err() || failed {
+            if send(&self.sender, message).is_err() || failed {
                 break;
             }
             batch += self.workers;
@@ -190,15 +190,32 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// How many times the consumer yields its CPU, waiting for a batch, before it goes to sleep.
+/// How many times a thread yields its CPU, waiting on a worker's queue, before it goes to sleep.
 const YIELDS_BEFORE_SLEEPING: u32 = 64;
 
-/// Takes the next message from a worker's queue.
+/// Puts a message in a worker's queue; `Err` when the consumer is gone.
 ///
-/// A batch takes a worker some microseconds to make, about what it costs to put a sleeping
-/// thread back on a CPU, so the consumer first yields its CPU for a while (letting the workers
-/// run) and only then sleeps: a worker then rarely has to wake it, which would cost as much as
-/// the batch itself. `None` when the worker is gone without a word.
+/// A batch takes some microseconds to make, about what it costs to put a sleeping thread back
+/// on a CPU. So when the queue is full the worker first yields its CPU for a while (letting the
+/// consumer run) and only then sleeps: the consumer then rarely has to wake it, which would cost
+/// as much as a batch.
+fn send(sender: &SyncSender<WorkerMessage>, message: WorkerMessage) -> Result<(), ()> {
+    let mut message = message;
+    for _ in 0..YIELDS_BEFORE_SLEEPING {
+        match sender.try_send(message) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Full(returned)) => {
+                message = returned;
+                std::thread::yield_now();
+            }
+            Err(TrySendError::Disconnected(_)) => return Err(()),
+        }
+    }
+    sender.send(message).map_err(|_| ())
+}
+
+/// Takes the next message from a worker's queue, yielding for a while before sleeping (see
+/// [`send`]); `None` when the worker is gone without a word.
 fn receive(receiver: &Receiver<WorkerMessage>) -> Option<WorkerMessage> {
     for _ in 0..YIELDS_BEFORE_SLEEPING {
         match receiver.try_recv() {
@@ -265,9 +282,9 @@ impl<H: JoinWorker> EpochCore<H> {
         if num_workers == 0 {
             return Ok(core);
         }
-        // A rendezvous channel already holds the batch its worker is blocked sending, so
-        // `prefetch` batches in flight per worker need `prefetch - 1` slots.
-        let slots = prefetch.saturating_sub(1);
+        // Each worker's queue holds up to `prefetch` finished batches (the worker may be making
+        // one more meanwhile).
+        let slots = prefetch;
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Workers {
             receivers: Vec::with_capacity(num_workers),

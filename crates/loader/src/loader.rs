@@ -28,7 +28,9 @@ pub struct LoaderConfig {
     /// Worker threads making batches ahead of the consumer; 0 makes them on the consumer's
     /// thread, when asked for.
     pub num_workers: usize,
-    /// Batches each worker may have made ahead (at least 1 when there are workers).
+    /// Finished batches each worker's queue holds (at least 1 when there are workers); a
+    /// worker waits when its queue is full, so at most `prefetch + 1` batches per worker are in
+    /// flight (the one it is making included).
     pub prefetch: usize,
     /// What pixels become.
     pub pixel_format: PixelFormat,

@@ -198,10 +198,10 @@ fn peak_memory_stays_bounded_by_the_workers_and_prefetch() {
     assert_eq!(batches.len(), 32);
     let batch_bytes = 64 * 784 * 4;
     let peak = loader.memory_report().peak_bytes;
-    // 2 workers x 2 prefetched batches, one being consumed, and the free one being reused:
-    // never anything like one buffer per batch.
+    // 2 workers x (2 queued + 1 being made), one being consumed, one free in the pool: never
+    // anything like one buffer per batch (32 of them).
     assert!(peak >= batch_bytes, "{peak}");
-    assert!(peak <= 7 * batch_bytes + 2000 * 8 + 4096, "{peak}");
+    assert!(peak <= 8 * batch_bytes + 2000 * 8 + 4096, "{peak}");
 }
 
 #[derive(Clone, Debug)]

@@ -119,29 +119,49 @@ fn an_epoch_dropped_before_its_first_batch_stops_its_workers() {
     assert_eq!(loader.memory_report().current_bytes, 0);
 }
 
+/// Six samples whose reading waits until the test opens the gate, so that workers stay alive
+/// (and visible) for as long as the test needs.
+#[derive(Debug, Default)]
+struct Gated {
+    open: std::sync::atomic::AtomicBool,
+}
+
+impl reclaim_loader::ImageSource for Gated {
+    fn len(&self) -> usize {
+        6
+    }
+
+    fn image_shape(&self) -> reclaim_loader::ImageShape {
+        SMALL
+    }
+
+    fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
+        while !self.open.load(std::sync::atomic::Ordering::Acquire) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        pixels.fill(index as u8);
+        Ok(index as i64)
+    }
+}
+
 #[test]
 fn fewer_batches_than_workers_start_fewer_threads() {
     let _guard = exclusive();
-    let (pixels, labels) = synthetic(6, SMALL);
-    let source = RawImages::new(&pixels, &labels, SMALL).unwrap();
-    // Prefetch 1: each worker waits, alive, until its batch is taken.
-    let loader = Loader::new(
-        &source,
-        LoaderConfig {
-            prefetch: 1,
-            ..config(8)
-        },
-    )
-    .unwrap();
+    let source = Gated::default();
+    let loader = Loader::new(&source, config(8)).unwrap();
     std::thread::scope(|scope| {
         let epoch = loader.epoch(scope, 0).unwrap();
-        // Two batches: two workers.
+        // Two batches: two workers, both waiting at the gate.
         assert_eq!(epoch.worker_threads(), 2);
         assert_eq!(
             started_worker_threads(2),
             ["loader-worker-0", "loader-worker-1"]
         );
+        source
+            .open
+            .store(true, std::sync::atomic::Ordering::Release);
         let sizes: Vec<usize> = epoch.batches().map(|batch| batch.unwrap().len()).collect();
         assert_eq!(sizes, [4, 2]);
     });
+    assert!(live_worker_threads().is_empty());
 }
