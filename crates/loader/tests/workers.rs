@@ -6,7 +6,9 @@ mod common;
 
 use std::sync::{Mutex, MutexGuard};
 
-use common::{PanicsAt, SMALL, live_worker_threads, started_worker_threads, synthetic};
+use common::{
+    PanicsAt, SMALL, live_worker_threads, no_worker_threads_left, started_worker_threads, synthetic,
+};
 use reclaim_loader::{Loader, LoaderConfig, LoaderError, RawImages, Sampling};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -33,7 +35,7 @@ fn workers_live_exactly_as_long_as_their_epoch() {
     let (pixels, labels) = synthetic(400, SMALL);
     let source = RawImages::new(&pixels, &labels, SMALL).unwrap();
     let loader = Loader::new(&source, config(3)).unwrap();
-    assert!(live_worker_threads().is_empty());
+    assert!(no_worker_threads_left());
     std::thread::scope(|scope| {
         let epoch = loader.epoch(scope, 0).unwrap();
         assert_eq!(epoch.worker_threads(), 3);
@@ -47,11 +49,7 @@ fn workers_live_exactly_as_long_as_their_epoch() {
             drop(epoch.next_batch().unwrap().unwrap());
         }
         drop(epoch);
-        assert!(
-            live_worker_threads().is_empty(),
-            "{:?}",
-            live_worker_threads()
-        );
+        assert!(no_worker_threads_left(), "{:?}", live_worker_threads());
         assert_eq!(loader.memory_report().current_bytes, 0);
     });
 }
@@ -91,7 +89,7 @@ fn a_panicking_worker_becomes_an_error_without_hanging_or_leaking() {
             assert!(epoch.next_batch().is_none());
         });
         // The scope ended normally (no propagated panic) and no worker is left.
-        assert!(live_worker_threads().is_empty());
+        assert!(no_worker_threads_left());
         assert_eq!(loader.memory_report().current_bytes, 0);
     }
 }
@@ -114,7 +112,7 @@ fn an_epoch_dropped_before_its_first_batch_stops_its_workers() {
             let epoch = loader.epoch(scope, epoch_number).unwrap();
             drop(epoch);
         });
-        assert!(live_worker_threads().is_empty());
+        assert!(no_worker_threads_left());
     }
     assert_eq!(loader.memory_report().current_bytes, 0);
 }
@@ -163,5 +161,5 @@ fn fewer_batches_than_workers_start_fewer_threads() {
         let sizes: Vec<usize> = epoch.batches().map(|batch| batch.unwrap().len()).collect();
         assert_eq!(sizes, [4, 2]);
     });
-    assert!(live_worker_threads().is_empty());
+    assert!(no_worker_threads_left());
 }

@@ -96,3 +96,17 @@ pub fn started_worker_threads(count: usize) -> Vec<String> {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// Whether every loader worker thread of this process is gone, waiting up to ten seconds: a
+/// joined thread can stay listed in `/proc/self/task` for a moment while the kernel tears it
+/// down, after `join` has returned. A leaked thread would stay listed for good.
+pub fn no_worker_threads_left() -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !live_worker_threads().is_empty() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    true
+}
