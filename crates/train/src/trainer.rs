@@ -300,6 +300,13 @@ fn warm_up(
     device: &Device,
     config: &TrainConfig,
 ) -> Result<(), TrainError> {
+    // The first time a thread blocks on a standard channel, as the training thread does when it
+    // waits for a worker's batch, the standard library gives that thread a small context that
+    // lives as long as the thread. Whether training blocks at all depends on the scheduler, so
+    // block once here: the context then exists before the baseline, whatever happens later.
+    let (_sender, receiver) = std::sync::mpsc::sync_channel::<()>(1);
+    let _ = receiver.recv_timeout(Duration::from_millis(1));
+
     let samples = config.batch_size * 2;
     let pixels = vec![0u8; samples * config.model.input_size];
     let labels = vec![0u8; samples];
@@ -491,6 +498,9 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
     let mut epoch_writer = JsonLinesWriter::append(run_folder.join(run_files::EPOCH_METRICS))?;
     let mut step_writer = JsonLinesWriter::append(&step_path)?;
 
+    // The run's own result (the weights' path, returned in `TrainRun`) is made before the
+    // baseline, so that it does not count as memory the run failed to give back.
+    let final_weights_path = run_folder.join(run_files::FINAL_WEIGHTS);
     // Everything the measurement itself needs exists from here on: the baseline.
     let timeline = MemoryTimeline::start(
         config.memory_sample_interval,
@@ -650,7 +660,6 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         timeline.mark("dataset dropped", Some(&device)),
     );
 
-    let final_weights_path = run_folder.join(run_files::FINAL_WEIGHTS);
     let final_weights = model.to_weight_bytes(WeightFormat::Burnpack)?;
     crate::files::write_file_atomically(&final_weights_path, &final_weights)?;
     drop(final_weights);
