@@ -5,6 +5,10 @@
 //! ```sh
 //! cargo bench --features flex,wgpu --bench train_step
 //! ```
+#![expect(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented public function"
+)]
 
 use burn::optim::{GradientsParams, SgdConfig};
 use burn::tensor::{Device, Distribution, Int, Tensor};

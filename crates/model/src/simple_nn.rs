@@ -302,7 +302,7 @@ mod tests {
                 .weight
                 .val()
                 .into_data()
-                .to_vec::<f32>()
+                .try_to_vec::<f32>()
                 .unwrap();
             values.extend(
                 model
@@ -310,7 +310,7 @@ mod tests {
                     .weight
                     .val()
                     .into_data()
-                    .to_vec::<f32>()
+                    .try_to_vec::<f32>()
                     .unwrap(),
             );
             values
@@ -325,7 +325,7 @@ mod tests {
             .weight
             .val()
             .into_data()
-            .to_vec::<f32>()
+            .try_to_vec::<f32>()
             .unwrap();
         let bound = 1.0 / 784f32.sqrt();
         assert!(weight.iter().all(|value| value.abs() <= bound));

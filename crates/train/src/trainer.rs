@@ -490,7 +490,7 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         None => Vec::new(),
     };
     JsonLinesWriter::write_all_atomically(
-        &run_folder.join(run_files::EPOCH_METRICS),
+        run_folder.join(run_files::EPOCH_METRICS),
         &epoch_metrics,
     )?;
     JsonLinesWriter::write_all_atomically(&step_path, &kept_steps)?;

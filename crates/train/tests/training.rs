@@ -30,7 +30,11 @@ fn weights(run: &reclaim_train::TrainRun) -> Vec<f32> {
         burn::tensor::TensorData::new(pixels, [16, 784]),
         &device,
     );
-    model.forward(input).into_data().to_vec::<f32>().unwrap()
+    model
+        .forward(input)
+        .into_data()
+        .try_to_vec::<f32>()
+        .unwrap()
 }
 
 fn quick_config(run_folder: &Path, limit: usize) -> TrainConfig {
