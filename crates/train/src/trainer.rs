@@ -432,12 +432,13 @@ fn create_progress_bar(display: ProgressDisplay, steps: u64) -> ProgressBar {
 pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
     config.validate()?;
     let started = Instant::now();
+    // The backend first: a run that cannot start leaves no folder behind.
+    let device = config.backend.device()?;
     let run_folder = config.run_folder.clone();
     std::fs::create_dir_all(&run_folder).map_err(|error| TrainError::io(&run_folder, error))?;
     let config_json = serde_json::to_vec_pretty(config).expect("config serializes");
     crate::files::write_file_atomically(&run_folder.join(run_files::CONFIG), &config_json)?;
 
-    let device = config.backend.device()?;
     device.seed(config.seed);
     let training_device = device.clone().autodiff();
     warm_up(&training_device, &device, config)?;

@@ -235,3 +235,22 @@ fn invalid_settings_and_a_missing_dataset_are_typed_errors() {
     assert!(matches!(error, TrainError::Dataset(_)), "{error}");
     assert!(error.to_string().contains("no-such-folder"), "{error}");
 }
+
+/// The tests are built without the `cuda` feature, so CUDA is a backend the build lacks.
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn a_backend_not_compiled_in_is_an_error_naming_the_feature_and_leaves_no_run_folder() {
+    let folder = tempfile::tempdir().unwrap();
+    let run_folder = folder.path().join("run");
+    let config = TrainConfig {
+        backend: BackendChoice::Cuda,
+        ..quick_config(&run_folder, 64)
+    };
+    let error = train(&config).err().expect("cuda is not compiled in");
+    assert!(
+        matches!(error, TrainError::BackendNotCompiled { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("cuda"), "{error}");
+    assert!(!run_folder.exists(), "a run folder was created");
+}
