@@ -291,14 +291,45 @@ pub fn open_mnist_splits(folder: &Path) -> Result<(ImageDataset, ImageDataset), 
     Ok((train, test))
 }
 
-/// Runs the training and evaluation code paths once on a tiny synthetic source, so that the
-/// backend's and the standard library's one-time state (runtimes, thread pools, kernel caches,
-/// lazily initialized globals) exists before memory is measured: what remains after release
-/// is then what the run itself failed to give back, not one-time setup.
+/// The number of test images per evaluation batch.
+const EVALUATION_BATCH_SIZE: usize = 1000;
+
+/// The batch sizes a run will see: full batches and the last, partial one of each split.
+struct RunShapes {
+    /// Samples of the warm-up's training source: two full batches and the run's partial one.
+    training_samples: usize,
+    /// Samples of the warm-up's evaluation source: a full evaluation batch (or the whole test
+    /// split when it is smaller) and the run's partial one.
+    evaluation_samples: usize,
+}
+
+impl RunShapes {
+    fn new(config: &TrainConfig, training_len: usize, test_len: usize) -> Self {
+        let trained = config
+            .training_sample_limit
+            .map_or(training_len, |limit| limit.min(training_len));
+        let evaluation_tail = if test_len > EVALUATION_BATCH_SIZE {
+            test_len % EVALUATION_BATCH_SIZE
+        } else {
+            0
+        };
+        RunShapes {
+            training_samples: config.batch_size * 2 + trained % config.batch_size,
+            evaluation_samples: test_len.min(EVALUATION_BATCH_SIZE) + evaluation_tail,
+        }
+    }
+}
+
+/// Runs the training and evaluation code paths once on a small synthetic source with the batch
+/// shapes of the run, so that the backend's and the standard library's one-time state
+/// (runtimes, thread pools, kernels compiled per shape, lazily initialized globals) exists
+/// before memory is measured: what remains after release is then what the run itself failed to
+/// give back, not one-time setup.
 fn warm_up(
     training_device: &Device,
     device: &Device,
     config: &TrainConfig,
+    shapes: &RunShapes,
 ) -> Result<(), TrainError> {
     // The first time a thread blocks on a standard channel, as the training thread does when it
     // waits for a worker's batch, the standard library gives that thread a small context that
@@ -307,16 +338,25 @@ fn warm_up(
     let (_sender, receiver) = std::sync::mpsc::sync_channel::<()>(1);
     let _ = receiver.recv_timeout(Duration::from_millis(1));
 
-    let samples = config.batch_size * 2;
+    let samples = shapes.training_samples.max(shapes.evaluation_samples);
     let pixels = vec![0u8; samples * config.model.input_size];
     let labels = vec![0u8; samples];
     let shape = ImageShape {
         height: 1,
         width: config.model.input_size,
     };
-    let source = RawImages::new(&pixels, &labels, shape)?;
+    let training_source = RawImages::new(
+        &pixels[..shapes.training_samples * config.model.input_size],
+        &labels[..shapes.training_samples],
+        shape,
+    )?;
+    let evaluation_source = RawImages::new(
+        &pixels[..shapes.evaluation_samples * config.model.input_size],
+        &labels[..shapes.evaluation_samples],
+        shape,
+    )?;
     let loader = Loader::new(
-        &source,
+        &training_source,
         LoaderConfig {
             batch_size: config.batch_size,
             sampling: Sampling::Shuffled,
@@ -341,7 +381,12 @@ fn warm_up(
         let _ = loss_sum.into_scalar::<f32>();
         Ok(model)
     })?;
-    evaluate_source(&model.valid(), &source, config.pixel_format(), device)?;
+    evaluate_source(
+        &model.valid(),
+        &evaluation_source,
+        config.pixel_format(),
+        device,
+    )?;
     training_device.sync().map_err(|error| TrainError::Device {
         message: format!("{error:?}"),
     })
@@ -356,7 +401,7 @@ fn evaluate_source<S: ImageSource + ?Sized>(
     let loader = Loader::new(
         source,
         LoaderConfig {
-            batch_size: 1000,
+            batch_size: EVALUATION_BATCH_SIZE,
             sampling: Sampling::Sequential,
             pixel_format,
             ..LoaderConfig::default()
@@ -441,7 +486,13 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
 
     device.seed(config.seed);
     let training_device = device.clone().autodiff();
-    warm_up(&training_device, &device, config)?;
+    // The splits' sizes give the warm-up the run's partial batches; the datasets are dropped
+    // again (and opened anew after the baseline, where their memory is measured).
+    let shapes = {
+        let (train_set, test_set) = open_mnist_splits(&config.data_folder)?;
+        RunShapes::new(config, train_set.len(), test_set.len())
+    };
+    warm_up(&training_device, &device, config, &shapes)?;
     device.seed(config.seed);
 
     // What a resumed run continues from.
