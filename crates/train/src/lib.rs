@@ -45,7 +45,7 @@ pub use error::TrainError;
 pub use files::write_file_atomically;
 pub use memory::{
     CountingAllocator, MemorySnapshot, format_bytes, live_heap_bytes, mapped_bytes_of,
-    mapped_bytes_under, peak_heap_bytes, resident_bytes,
+    mapped_bytes_under, peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
 pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
 pub use plots::{

@@ -79,6 +79,24 @@ pub fn live_heap_bytes() -> Option<u64> {
         .then(|| LIVE_HEAP_BYTES.load(Ordering::Relaxed) as u64)
 }
 
+/// Waits until the live heap stops changing (the same count twice, 250 µs apart; at most 20
+/// tries, 5 ms), so that a measurement taken right after a release step does not catch a
+/// backend's pool thread still dropping the state of a task whose result the caller already
+/// has. Returns at once without a [`CountingAllocator`].
+pub fn wait_for_steady_live_heap() {
+    let Some(mut last) = live_heap_bytes() else {
+        return;
+    };
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_micros(250));
+        let now = live_heap_bytes().unwrap_or(last);
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+}
+
 /// The highest live heap bytes seen so far, or `None` without a [`CountingAllocator`].
 pub fn peak_heap_bytes() -> Option<u64> {
     COUNTING_ALLOCATOR_INSTALLED

@@ -43,6 +43,11 @@ struct Shared {
 impl Shared {
     fn sample(&self, device: Option<&Device>, phase: Option<Cow<'static, str>>) -> MemorySnapshot {
         let mut output = self.output.lock().expect("timeline lock");
+        if phase.is_some() {
+            // A phase boundary: let the process settle first (the sampler cannot allocate
+            // meanwhile, it waits for the lock held here).
+            crate::memory::wait_for_steady_live_heap();
+        }
         let mut memory = MemorySnapshot::take_under(device, &self.watched_folder);
         memory.seconds = self.started.elapsed().as_secs_f64();
         if let Some(writer) = output.as_mut() {
