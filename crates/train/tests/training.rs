@@ -246,7 +246,9 @@ fn a_backend_not_compiled_in_is_an_error_naming_the_feature_and_leaves_no_run_fo
         backend: BackendChoice::Cuda,
         ..quick_config(&run_folder, 64)
     };
-    let error = train(&config).err().expect("cuda is not compiled in");
+    let Err(error) = train(&config) else {
+        panic!("a run on cuda started in a build without the cuda feature");
+    };
     assert!(
         matches!(error, TrainError::BackendNotCompiled { .. }),
         "{error:?}"
