@@ -291,6 +291,22 @@ pub fn open_mnist_splits(folder: &Path) -> Result<(ImageDataset, ImageDataset), 
     Ok((train, test))
 }
 
+/// One optimizer step on one batch: forward, cross-entropy, backward, SGD. Returns the updated
+/// model and the batch's loss, taken off the autodiff graph. The run and its warm-up both step
+/// through here, so the warm-up exercises exactly the code the run measures.
+fn training_step(
+    model: SimpleNn,
+    optimizer: &mut ModuleOptimizer,
+    learning_rate: f64,
+    batch: TensorBatch<2>,
+) -> (SimpleNn, Tensor<1>) {
+    let TensorBatch { images, labels } = batch;
+    let loss = model.loss(model.forward(images), labels);
+    let gradients = GradientsParams::from_grads(loss.backward(), &model);
+    let model = optimizer.step(learning_rate, model, gradients);
+    (model, loss.inner())
+}
+
 /// The number of test images per evaluation batch.
 const EVALUATION_BATCH_SIZE: usize = 1000;
 
@@ -372,11 +388,14 @@ fn warm_up(
         let epoch = loader.epoch(scope, 0)?;
         let mut loss_sum = Tensor::<1>::zeros([1], device);
         for batch in &epoch {
-            let TensorBatch { images, labels } = batch?.into_tensors::<2>(training_device)?;
-            let loss = model.loss(model.forward(images), labels);
-            let gradients = GradientsParams::from_grads(loss.backward(), &model);
-            model = optimizer.step(config.learning_rate, model, gradients);
-            loss_sum = loss_sum + loss.inner();
+            let loss;
+            (model, loss) = training_step(
+                model,
+                &mut optimizer,
+                config.learning_rate,
+                batch?.into_tensors::<2>(training_device)?,
+            );
+            loss_sum = loss_sum + loss;
         }
         let _ = loss_sum.into_scalar::<f32>();
         Ok(model)
@@ -618,11 +637,13 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
             for batch in &epoch {
                 let batch = batch?;
                 samples += batch.len();
-                let TensorBatch { images, labels } = batch.into_tensors::<2>(&training_device)?;
-                let loss = model.loss(model.forward(images), labels);
-                let gradients = GradientsParams::from_grads(loss.backward(), &model);
-                model = optimizer.step(config.learning_rate, model, gradients);
-                let loss = loss.inner();
+                let loss;
+                (model, loss) = training_step(
+                    model,
+                    &mut optimizer,
+                    config.learning_rate,
+                    batch.into_tensors::<2>(&training_device)?,
+                );
                 epoch_loss_sum = epoch_loss_sum + loss.clone();
                 window_loss_sum = window_loss_sum + loss;
                 window_steps += 1;
