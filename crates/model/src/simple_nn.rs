@@ -296,23 +296,11 @@ mod tests {
 
     #[test]
     fn seeded_initialization_is_the_same_on_every_backend_and_depends_on_the_seed() {
+        let weights =
+            |linear: &Linear| linear.weight.val().into_data().try_to_vec::<f32>().unwrap();
         let parameters = |model: &SimpleNn| {
-            let mut values = model
-                .hidden
-                .weight
-                .val()
-                .into_data()
-                .try_to_vec::<f32>()
-                .unwrap();
-            values.extend(
-                model
-                    .output
-                    .weight
-                    .val()
-                    .into_data()
-                    .try_to_vec::<f32>()
-                    .unwrap(),
-            );
+            let mut values = weights(&model.hidden);
+            values.extend(weights(&model.output));
             values
         };
         let ndarray = SimpleNnConfig::new().init_seeded(&cpu_device(), 42);
@@ -320,13 +308,7 @@ mod tests {
         assert!(parameters(&ndarray) == parameters(&flex));
         let other = SimpleNnConfig::new().init_seeded(&cpu_device(), 43);
         assert!(parameters(&ndarray) != parameters(&other));
-        let weight = ndarray
-            .hidden
-            .weight
-            .val()
-            .into_data()
-            .try_to_vec::<f32>()
-            .unwrap();
+        let weight = weights(&ndarray.hidden);
         let bound = 1.0 / 784f32.sqrt();
         assert!(weight.iter().all(|value| value.abs() <= bound));
         let mean = weight.iter().sum::<f32>() / weight.len() as f32;
