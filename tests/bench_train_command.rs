@@ -2,31 +2,28 @@
 //! bar chart; backends not compiled in are reported as skipped with the feature to enable.
 
 use std::ffi::OsStr;
-use std::path::Path;
-use std::process::Command;
+
+mod common;
+
+use common::{reclaim, scratch, text};
 
 #[test]
 fn bench_train_measures_compiled_backends_and_skips_the_others() {
-    let folder = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-train-command-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&folder);
-    let output = Command::new(env!("CARGO_BIN_EXE_reclaim"))
-        .args([
-            OsStr::new("bench"),
-            OsStr::new("train"),
-            OsStr::new("--backends"),
-            OsStr::new("ndarray,cuda"),
-            OsStr::new("--steps"),
-            OsStr::new("4"),
-            OsStr::new("--batch-size"),
-            OsStr::new("32"),
-            OsStr::new("--out"),
-            folder.as_os_str(),
-        ])
-        .output()
-        .expect("the reclaim binary runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let folder = scratch("bench-train-command", "out");
+    let output = reclaim([
+        OsStr::new("bench"),
+        OsStr::new("train"),
+        OsStr::new("--backends"),
+        OsStr::new("ndarray,cuda"),
+        OsStr::new("--steps"),
+        OsStr::new("4"),
+        OsStr::new("--batch-size"),
+        OsStr::new("32"),
+        OsStr::new("--out"),
+        folder.as_os_str(),
+    ]);
+    let stdout = text(&output.stdout);
+    let stderr = text(&output.stderr);
     assert!(
         output.status.success(),
         "stdout: {stdout}\nstderr: {stderr}"

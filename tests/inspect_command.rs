@@ -1,34 +1,20 @@
 //! `reclaim inspect` on a valid file (raw and .gz), a dataset folder, and malformed inputs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
+mod common;
+
+use common::{reclaim, scratch, text};
 use reclaim::dataset::{workspace_data_folder, write_idx};
 
 fn inspect(arguments: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_reclaim"))
-        .arg("inspect")
-        .args(arguments)
-        .output()
-        .expect("the reclaim binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A fresh folder under Cargo's scratch folder for integration tests.
-fn scratch(name: &str) -> PathBuf {
-    let folder = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("inspect-command-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).unwrap();
-    folder
+    reclaim(std::iter::once(Path::new("inspect")).chain(arguments.iter().copied()))
 }
 
 #[test]
 fn valid_raw_file() {
-    let folder = scratch("raw");
+    let folder = scratch("inspect-command", "raw");
     let path = folder.join("values.idx");
     write_idx(&path, &[2, 3], &[1i16, -2, 3, -4, 5, -6]).unwrap();
     let output = inspect(&[&path]);
@@ -93,7 +79,7 @@ fn dataset_folder() {
 
 #[test]
 fn folder_with_bad_labels_fails() {
-    let folder = scratch("bad-labels");
+    let folder = scratch("inspect-command", "bad-labels");
     write_idx(folder.join("t10k-images-idx3-ubyte"), &[2, 2, 2], &[0u8; 8]).unwrap();
     write_idx(folder.join("t10k-labels-idx1-ubyte"), &[2], &[3u8, 12]).unwrap();
     let output = inspect(&[&folder]);
@@ -107,7 +93,7 @@ fn folder_with_bad_labels_fails() {
 
 #[test]
 fn malformed_files_fail_with_one_line_naming_the_file_and_fault() {
-    let folder = scratch("malformed");
+    let folder = scratch("inspect-command", "malformed");
     let cases: [(&str, Vec<u8>, &str); 4] = [
         (
             "bad-magic.idx",

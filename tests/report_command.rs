@@ -2,34 +2,12 @@
 //! them from the run's metrics files.
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
+mod common;
+
+use common::{reclaim, scratch, text};
 use reclaim::train::{EpochMetrics, JsonLinesWriter, TimelineSample, read_json_lines};
-
-fn reclaim<I, S>(arguments: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    Command::new(env!("CARGO_BIN_EXE_reclaim"))
-        .args(arguments)
-        .output()
-        .expect("the reclaim binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A fresh folder under Cargo's scratch folder for integration tests.
-fn scratch(name: &str) -> PathBuf {
-    let folder = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("report-command-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).unwrap();
-    folder
-}
 
 const FIGURES: [&str; 4] = ["curves.svg", "curves.png", "memory.svg", "memory.png"];
 
@@ -77,7 +55,7 @@ fn polyline_points(svg: &str, color: &str) -> usize {
 
 #[test]
 fn train_draws_the_figures_and_report_redraws_them_from_the_metrics() {
-    let folder = scratch("run");
+    let folder = scratch("report-command", "run");
     let output = reclaim([
         OsStr::new("train"),
         OsStr::new("--limit"),
@@ -150,7 +128,7 @@ fn train_draws_the_figures_and_report_redraws_them_from_the_metrics() {
 
 #[test]
 fn report_on_a_missing_folder_fails_with_one_line_naming_it() {
-    let folder = scratch("missing").join("absent-run");
+    let folder = scratch("report-command", "missing").join("absent-run");
     let output = reclaim([OsStr::new("report"), folder.as_os_str()]);
     let stderr = text(&output.stderr);
     assert!(!output.status.success());
@@ -163,7 +141,7 @@ fn report_on_a_missing_folder_fails_with_one_line_naming_it() {
 
 #[test]
 fn report_on_a_folder_without_metrics_names_the_missing_file_and_draws_nothing() {
-    let folder = scratch("empty");
+    let folder = scratch("report-command", "empty");
     let output = reclaim([OsStr::new("report"), folder.as_os_str()]);
     let stderr = text(&output.stderr);
     assert!(!output.status.success());
@@ -179,7 +157,7 @@ fn report_on_a_folder_without_metrics_names_the_missing_file_and_draws_nothing()
 
 #[test]
 fn report_on_a_corrupt_timeline_names_the_file_and_line() {
-    let folder = scratch("corrupt");
+    let folder = scratch("report-command", "corrupt");
     std::fs::write(
         folder.join("steps.jsonl"),
         "{\"step\":10,\"epoch\":1,\"loss\":0.5}\n",
