@@ -47,7 +47,7 @@ pub use memory::{
     CountingAllocator, MemorySnapshot, format_bytes, live_heap_bytes, mapped_bytes_of,
     mapped_bytes_under, peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
-pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
+pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, epoch_table, read_json_lines};
 pub use plots::{
     Bar, BarChart, PlotFiles, PlotPaths, draw_bar_charts, draw_memory_timeline, draw_run_plots,
     draw_training_curves,

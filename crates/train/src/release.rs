@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::{MemorySnapshot, format_bytes};
-use crate::{TrainError, files::write_file_atomically};
+use crate::{TrainError, files::write_file_atomically, run_files};
 
 /// One row of the release report: a named moment and the memory then.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,9 +87,26 @@ impl ReleaseReport {
 
     /// Writes `release.md` and `release.json` into `folder`, atomically.
     pub fn write_to(&self, folder: &Path) -> Result<(), TrainError> {
-        write_file_atomically(&folder.join("release.md"), self.to_markdown().as_bytes())?;
+        write_file_atomically(
+            &folder.join(run_files::RELEASE_TABLE),
+            self.to_markdown().as_bytes(),
+        )?;
         let json = serde_json::to_vec_pretty(self).expect("release report serializes");
-        write_file_atomically(&folder.join("release.json"), &json)
+        write_file_atomically(&folder.join(run_files::RELEASE_REPORT), &json)
+    }
+
+    /// Reads the `release.json` that [`ReleaseReport::write_to`] left in `folder`; `None` when
+    /// there is none (the run stopped before its release).
+    pub fn read_from(folder: &Path) -> Result<Option<Self>, TrainError> {
+        let path = folder.join(run_files::RELEASE_REPORT);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(TrainError::io(&path, error)),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|error| TrainError::io(&path, std::io::Error::from(error)))
     }
 }
 
@@ -127,6 +144,10 @@ mod tests {
         let mut report = ReleaseReport::default();
         report.record("before loading", snapshot(10, 0));
         report.write_to(folder.path()).unwrap();
+        assert_eq!(
+            ReleaseReport::read_from(folder.path()).unwrap(),
+            Some(report.clone())
+        );
         let json = std::fs::read(folder.path().join("release.json")).unwrap();
         assert_eq!(
             serde_json::from_slice::<ReleaseReport>(&json).unwrap(),

@@ -23,7 +23,7 @@ use crate::checkpoint::{
     CheckpointState, latest_checkpoint, load_checkpoint, read_checkpoint_state, save_checkpoint,
 };
 use crate::memory::format_bytes;
-use crate::metrics::{JsonLinesWriter, read_json_lines};
+use crate::metrics::{JsonLinesWriter, epoch_table, read_json_lines};
 use crate::release::ReleaseReport;
 use crate::timeline::MemoryTimeline;
 use crate::{BackendChoice, EpochMetrics, StepMetrics, TrainError};
@@ -221,24 +221,11 @@ impl TrainRun {
     /// `test accuracy 89.42%`.
     pub fn summary(&self) -> String {
         use std::fmt::Write as _;
-        let mut text =
-            String::from("epoch  train loss  test loss  test accuracy  seconds  samples/s\n");
-        for epoch in &self.epochs {
-            let _ = writeln!(
-                text,
-                "{:>5}  {:>10.4}  {:>9.4}  {:>12.2}%  {:>7.2}  {:>9.0}",
-                epoch.epoch,
-                epoch.train_loss,
-                epoch.test_loss,
-                epoch.test_accuracy * 100.0,
-                epoch.train_seconds + epoch.evaluation_seconds,
-                epoch.samples_per_second
-            );
-        }
+        let mut text = epoch_table(&self.epochs);
         let _ = writeln!(
             text,
             "\nrelease report ({}):",
-            self.run_folder.join("release.md").display()
+            self.run_folder.join(run_files::RELEASE_TABLE).display()
         );
         text.push_str(&self.release.to_markdown());
         if let Some(left_over) = self.release.heap_bytes_left_over() {
@@ -275,6 +262,10 @@ pub mod run_files {
     pub const CONFIG: &str = "config.json";
     /// The final weights (burnpack).
     pub const FINAL_WEIGHTS: &str = "model.bpk";
+    /// The release report as a Markdown table.
+    pub const RELEASE_TABLE: &str = "release.md";
+    /// The release report as JSON ([`ReleaseReport`](crate::ReleaseReport)).
+    pub const RELEASE_REPORT: &str = "release.json";
 }
 
 /// Steps whose losses are averaged into one line of `steps.jsonl`.
