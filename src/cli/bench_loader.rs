@@ -177,31 +177,27 @@ fn json(
     dataset: &ImageDataset,
     measured: &Measurements,
 ) -> String {
-    let epoch_ms: Vec<String> = measured
+    let epoch_ms: Vec<f64> = measured
         .epoch_durations
         .iter()
-        .map(|duration| format!("{:.3}", duration.as_secs_f64() * 1e3))
+        .map(|duration| duration.as_secs_f64() * 1e3)
         .collect();
-    // A backend's name is a plain lowercase word: no escaping needed.
-    format!(
-        "{{\"backend\":\"{}\",\"dataset_samples\":{},\"batch_size\":{},\"workers\":{},\
-         \"prefetch\":{},\"epochs\":{},\"seed\":{},\"samples\":{},\"seconds\":{:.6},\
-         \"samples_per_s\":{:.1},\"first_batch_ms\":{:.3},\"device_ready_ms\":{:.3},\
-         \"epoch_ms\":[{}],\"peak_loader_bytes\":{},\"loader_bytes_after\":{}}}",
-        arguments.backend,
-        dataset.len(),
-        arguments.batch_size,
-        arguments.workers,
-        arguments.prefetch,
-        arguments.epochs,
-        arguments.seed,
-        measured.samples,
-        measured.total().as_secs_f64(),
-        measured.samples_per_second(),
-        measured.first_batch.as_secs_f64() * 1e3,
-        measured.device_ready.as_secs_f64() * 1e3,
-        epoch_ms.join(","),
-        measured.peak_loader_bytes,
-        measured.loader_bytes_after
-    )
+    serde_json::json!({
+        "backend": arguments.backend.name(),
+        "dataset_samples": dataset.len(),
+        "batch_size": arguments.batch_size,
+        "workers": arguments.workers,
+        "prefetch": arguments.prefetch,
+        "epochs": arguments.epochs,
+        "seed": arguments.seed,
+        "samples": measured.samples,
+        "seconds": measured.total().as_secs_f64(),
+        "samples_per_s": measured.samples_per_second(),
+        "first_batch_ms": measured.first_batch.as_secs_f64() * 1e3,
+        "device_ready_ms": measured.device_ready.as_secs_f64() * 1e3,
+        "epoch_ms": epoch_ms,
+        "peak_loader_bytes": measured.peak_loader_bytes,
+        "loader_bytes_after": measured.loader_bytes_after,
+    })
+    .to_string()
 }

@@ -214,6 +214,11 @@ fn markdown_table(outcomes: &[(BackendChoice, Outcome)]) -> String {
     table
 }
 
+/// Bytes in MiB for a chart; a missing value is NaN, drawn as "n/a".
+fn mebibytes(bytes: Option<impl Into<i128>>) -> f64 {
+    bytes.map_or(f64::NAN, |bytes| bytes.into() as f64 / (1024.0 * 1024.0))
+}
+
 fn bar_charts(outcomes: &[(BackendChoice, Outcome)]) -> Vec<BarChart> {
     let measured: Vec<(BackendChoice, &Measurement)> = outcomes
         .iter()
@@ -231,8 +236,6 @@ fn bar_charts(outcomes: &[(BackendChoice, Outcome)]) -> Vec<BarChart> {
             })
             .collect()
     };
-    let mebibytes =
-        |bytes: Option<i64>| bytes.map_or(f64::NAN, |bytes| bytes as f64 / (1024.0 * 1024.0));
     let mut charts = vec![
         BarChart {
             title: "Training throughput".into(),
@@ -247,13 +250,7 @@ fn bar_charts(outcomes: &[(BackendChoice, Outcome)]) -> Vec<BarChart> {
         BarChart {
             title: "Heap held while training".into(),
             value_label: "MiB (live heap, trained − before loading)".into(),
-            bars: measured
-                .iter()
-                .map(|(backend, measurement)| Bar {
-                    label: backend.name().to_string(),
-                    value: mebibytes(measurement.heap_held_bytes),
-                })
-                .collect(),
+            bars: bars(|measured| mebibytes(measured.heap_held_bytes)),
         },
     ];
     if measured
@@ -263,15 +260,7 @@ fn bar_charts(outcomes: &[(BackendChoice, Outcome)]) -> Vec<BarChart> {
         charts.push(BarChart {
             title: "Device memory in use".into(),
             value_label: "MiB (device pool, end of training)".into(),
-            bars: measured
-                .iter()
-                .map(|(backend, measurement)| Bar {
-                    label: backend.name().to_string(),
-                    value: measurement
-                        .device_bytes_in_use
-                        .map_or(f64::NAN, |bytes| bytes as f64 / (1024.0 * 1024.0)),
-                })
-                .collect(),
+            bars: bars(|measured| mebibytes(measured.device_bytes_in_use)),
         });
     }
     charts
