@@ -61,12 +61,7 @@ enum Outcome {
 impl Measurement {
     fn from_run(run: &TrainRun, steps: usize) -> Option<Self> {
         let epoch = run.epochs.last()?;
-        let trained = run
-            .release
-            .steps
-            .iter()
-            .find(|step| step.step == "trained")
-            .map(|step| step.memory);
+        let trained = run.release.memory_at("trained");
         let baseline_heap = run
             .release
             .baseline()

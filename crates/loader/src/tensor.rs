@@ -90,9 +90,9 @@ pub(crate) fn lend_pixels<const D: usize>(
 ///
 /// Upholds [`AllocationController`]'s contract: `memory`/`memory_mut` expose exactly the
 /// buffer's allocation (its whole capacity, as possibly uninitialized bytes, of which the first
-/// `len` elements are initialized); `alloc_align` is the element alignment the buffer was allocated with by the
-/// global allocator; `try_detach` gives that allocation away for good (nothing here frees or
-/// reuses it afterwards).
+/// `len` elements are initialized); `alloc_align` is the element alignment the buffer was
+/// allocated with by the global allocator; `try_detach` gives that allocation away for good
+/// (nothing here frees or reuses it afterwards).
 struct PooledAllocation {
     /// `None` once detached.
     pixels: Option<Tracked<Pixels>>,

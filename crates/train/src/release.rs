@@ -50,6 +50,14 @@ impl ReleaseReport {
         self.steps.first().map(|step| &step.memory)
     }
 
+    /// The memory after the step named `name` (`"trained"`, `"dataset dropped"`), if recorded.
+    pub fn memory_at(&self, name: &str) -> Option<&MemorySnapshot> {
+        self.steps
+            .iter()
+            .find(|step| step.step == name)
+            .map(|step| &step.memory)
+    }
+
     /// The last step's memory (after everything was released).
     pub fn released(&self) -> Option<&MemorySnapshot> {
         self.steps.last().map(|step| &step.memory)
@@ -130,6 +138,13 @@ mod tests {
         report.record("trained", snapshot(50_000, 47_040_016));
         report.record("model dropped", snapshot(1200, 0));
         assert_eq!(report.heap_bytes_left_over(), Some(200));
+        assert_eq!(
+            report
+                .memory_at("trained")
+                .map(|memory| memory.live_heap_bytes),
+            Some(Some(50_000))
+        );
+        assert_eq!(report.memory_at("dataset dropped"), None);
         let table = report.to_markdown();
         assert_eq!(table.lines().count(), 2 + 3);
         assert!(

@@ -50,14 +50,7 @@ fn release_gives_back_every_heap_byte_and_unmaps_the_dataset() -> i64 {
             "model dropped"
         ]
     );
-    let memory = |name: &str| {
-        run.release
-            .steps
-            .iter()
-            .find(|step| step.step == name)
-            .unwrap()
-            .memory
-    };
+    let memory = |name: &str| *run.release.memory_at(name).unwrap();
     // The four MNIST files (about 52.7 MB decompressed) are mapped while training ...
     assert!(memory("trained").mapped_dataset_bytes > 50_000_000);
     // ... and unmapped once the dataset is dropped.

@@ -35,10 +35,8 @@ fn training_on_wgpu_lowers_the_loss_and_gives_device_memory_back() {
 
     let in_use = |name: &str| {
         run.release
-            .steps
-            .iter()
-            .find(|step| step.step == name)
-            .and_then(|step| step.memory.device_bytes_in_use)
+            .memory_at(name)
+            .and_then(|memory| memory.device_bytes_in_use)
             .unwrap_or_else(|| panic!("wgpu reports its pool at '{name}'"))
     };
     let trained = in_use("trained");
