@@ -85,9 +85,10 @@ const PREFETCH_DISTANCE: usize = 4;
 
 /// Appends, for each index, its image's row (through `append_row`) and its label.
 ///
-/// Shuffled rows of a mapped file are scattered reads: the time goes to cache misses, not to
-/// the conversion. So while a row is converted, the row `PREFETCH_DISTANCE` samples later is
-/// already on its way.
+/// Shuffled rows of a mapped file are scattered reads, each likely to miss the CPU's caches, so
+/// while a row is converted the row `PREFETCH_DISTANCE` samples later is asked for already.
+/// (A design choice: its effect has not been measured on its own; the loader bench measures the
+/// whole assembly.)
 fn fill_rows<S>(
     source: &S,
     indices: &[usize],
