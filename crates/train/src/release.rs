@@ -4,11 +4,11 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use indicatif::HumanBytes;
+use reclaim_memory::MemorySnapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::{TrainError, files::write_file_atomically, run_files};
-use indicatif::HumanBytes;
-use reclaim_memory::MemorySnapshot;
 
 /// One row of the release report: a named moment and the memory then.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

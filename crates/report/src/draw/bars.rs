@@ -6,7 +6,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{
     Drawn, Figure, anchored, axis_decimals, colors, describe, draw_label_under, draw_note,
-    format_value, text_style,
+    format_value, grid_mesh, panel_chart,
 };
 use crate::prepare::BarChart;
 
@@ -37,21 +37,11 @@ fn draw_bar_panel<DB: DrawingBackend>(
         return draw_note(area, &bar_chart.title, "nothing measured");
     }
     let y_end = bar_chart.axis_end();
-    let mut chart = ChartBuilder::on(area)
-        .caption(&bar_chart.title, text_style(20.0))
-        .margin(14)
-        .x_label_area_size(36)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..bar_chart.bars.len() as f64, 0.0..y_end)
-        .map_err(describe)?;
-    chart
-        .configure_mesh()
+    let ranges = (0.0..bar_chart.bars.len() as f64, 0.0..y_end);
+    let mut chart = panel_chart(area, (&bar_chart.title, 20.0), (36, 70), ranges)?;
+    grid_mesh(&mut chart, 13.0)
         .disable_x_mesh()
         .x_labels(0)
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(colors::GRID)
-        .label_style(text_style(13.0))
-        .axis_desc_style(text_style(14.0))
         .y_desc(bar_chart.value_label.as_str())
         .y_label_formatter(&|value| {
             format!("{value:.precision$}", precision = axis_decimals(y_end))

@@ -7,7 +7,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{
     Chart, Drawn, Figure, anchored, axis_decimals, colors, describe, draw_label_under, draw_note,
-    legend_mark, text_style,
+    grid_mesh, legend_mark, panel_chart, text_style,
 };
 use crate::prepare::{EpochBoundary, LOSS_SMOOTHING, TrainingCurves};
 
@@ -49,19 +49,8 @@ fn draw_loss_panel<DB: DrawingBackend>(
     let y_range = lowest.min(0.0)..(highest.max(lowest + 1e-3) * 1.08);
 
     let loss_decimals = axis_decimals(y_range.end - y_range.start);
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, text_style(22.0))
-        .margin(14)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(describe)?;
-    chart
-        .configure_mesh()
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(colors::GRID)
-        .label_style(text_style(14.0))
-        .axis_desc_style(text_style(15.0))
+    let mut chart = panel_chart(area, (title, 22.0), (48, 64), (x_range, y_range))?;
+    grid_mesh(&mut chart, 14.0)
         .x_desc("optimizer step")
         .y_desc("cross-entropy loss")
         .x_label_formatter(&|step| format!("{step:.0}"))
@@ -161,20 +150,9 @@ fn draw_accuracy_panel<DB: DrawingBackend>(
     let x_range = first_epoch - 0.5..last_epoch + 0.5;
     let epoch_count = (last_epoch - first_epoch) as usize + 1;
 
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, text_style(22.0))
-        .margin(14)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(describe)?;
-    chart
-        .configure_mesh()
+    let mut chart = panel_chart(area, (title, 22.0), (48, 64), (x_range, y_range))?;
+    grid_mesh(&mut chart, 14.0)
         .disable_x_mesh()
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(colors::GRID)
-        .label_style(text_style(14.0))
-        .axis_desc_style(text_style(15.0))
         // Labels on whole epochs only (at most a dozen of them).
         .x_labels(0)
         .x_desc("epoch")
@@ -183,7 +161,7 @@ fn draw_accuracy_panel<DB: DrawingBackend>(
         .draw()
         .map_err(describe)?;
     let label_every = epoch_count.div_ceil(12).max(1);
-    let labelled = |index: usize| index % label_every == 0 || index + 1 == points.len();
+    let labelled = |index: usize| index.is_multiple_of(label_every) || index + 1 == points.len();
     for (index, &(epoch, _)) in points.iter().enumerate() {
         if labelled(index) {
             let at = chart.backend_coord(&(epoch, chart.y_range().start));

@@ -7,9 +7,11 @@ mod curves;
 mod release;
 mod timeline;
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -149,6 +151,38 @@ pub(crate) fn render_and_write<F: Figure>(
     write_file_atomically(&paths.svg, svg.as_bytes())?;
     write_file_atomically(&paths.png, &png)?;
     Ok(())
+}
+
+/// A panel's chart: its caption (text and size), a 14-pixel margin, the room for the x and y
+/// axes' labels in pixels, and the ranges of both axes.
+pub(crate) fn panel_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    (caption, caption_size): (&str, f64),
+    (x_label_area, y_label_area): (u32, u32),
+    (x_range, y_range): (Range<f64>, Range<f64>),
+) -> Result<Chart<'a, DB>, String> {
+    ChartBuilder::on(area)
+        .caption(caption, text_style(caption_size))
+        .margin(14)
+        .x_label_area_size(x_label_area)
+        .y_label_area_size(y_label_area)
+        .build_cartesian_2d(x_range, y_range)
+        .map_err(describe)
+}
+
+/// The mesh every panel shares: no light lines, light grey bold lines, tick labels of
+/// `label_size` points and axis descriptions a point larger. The caller adds its own settings
+/// and draws it.
+pub(crate) fn grid_mesh<'a, 'b, DB: DrawingBackend>(
+    chart: &'b mut Chart<'a, DB>,
+    label_size: f64,
+) -> MeshStyle<'a, 'b, RangedCoordf64, RangedCoordf64, DB> {
+    let mut mesh = chart.configure_mesh();
+    mesh.light_line_style(TRANSPARENT)
+        .bold_line_style(colors::GRID)
+        .label_style(text_style(label_size))
+        .axis_desc_style(text_style(label_size + 1.0));
+    mesh
 }
 
 pub(crate) fn text_style(size: f64) -> TextStyle<'static> {

@@ -8,7 +8,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use super::timeline::series_color;
 use super::{
     Chart, Drawn, anchored, axis_decimals, colors, describe, draw_label_under, draw_note,
-    format_value, text_style, two_lines,
+    format_value, grid_mesh, panel_chart, two_lines,
 };
 use crate::prepare::{ReleaseBars, ReleaseStepBars};
 
@@ -25,21 +25,11 @@ pub(super) fn draw_release_panel<DB: DrawingBackend>(
     }
     let y_end = release.highest() * 1.15;
     let y_precision = axis_decimals(y_end);
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, text_style(22.0))
-        .margin(14)
-        .x_label_area_size(52)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..release.steps.len() as f64, 0.0..y_end)
-        .map_err(describe)?;
-    chart
-        .configure_mesh()
+    let ranges = (0.0..release.steps.len() as f64, 0.0..y_end);
+    let mut chart = panel_chart(area, (title, 22.0), (52, 70), ranges)?;
+    grid_mesh(&mut chart, 14.0)
         .disable_x_mesh()
         .x_labels(0)
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(colors::GRID)
-        .label_style(text_style(14.0))
-        .axis_desc_style(text_style(15.0))
         .y_desc("MiB")
         .y_label_formatter(&|mebibytes| format!("{mebibytes:.y_precision$}"))
         .draw()

@@ -8,7 +8,8 @@ use plotters::style::FontTransform;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{
-    Chart, Drawn, Figure, anchored, axis_decimals, colors, describe, draw_legend_row, text_style,
+    Chart, Drawn, Figure, anchored, axis_decimals, colors, describe, draw_legend_row, grid_mesh,
+    text_style,
 };
 use crate::prepare::{MemorySeries, MemoryTimelineData, PhaseMark, ReleaseBars};
 
@@ -65,12 +66,7 @@ fn draw_timeline_panel<DB: DrawingBackend>(
         .map_err(describe)?;
     let x_precision = axis_decimals(x_end);
     let y_precision = axis_decimals(y_end);
-    chart
-        .configure_mesh()
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(colors::GRID)
-        .label_style(text_style(14.0))
-        .axis_desc_style(text_style(15.0))
+    grid_mesh(&mut chart, 14.0)
         .x_desc("seconds since the run started")
         .y_desc("MiB")
         .x_label_formatter(&|seconds| format!("{seconds:.x_precision$}"))
