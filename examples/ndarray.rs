@@ -6,7 +6,7 @@
 //! ```
 
 #[global_allocator]
-static ALLOCATOR: reclaim::train::CountingAllocator = reclaim::train::CountingAllocator;
+static ALLOCATOR: reclaim::memory::CountingAllocator = reclaim::memory::CountingAllocator;
 
 fn main() -> anyhow::Result<()> {
     use reclaim::dataset::{Family, default_data_folder};
@@ -18,6 +18,6 @@ fn main() -> anyhow::Result<()> {
         "runs/example-ndarray".into(),
     );
     let run = train(&config)?;
-    print!("{}", run.summary());
+    print!("{}", reclaim::report::run_summary(&run));
     Ok(())
 }

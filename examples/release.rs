@@ -14,8 +14,9 @@
 use burn::optim::{GradientsParams, SgdConfig};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::loader::{Loader, LoaderConfig, PixelFormat, TensorBatch};
+use reclaim::memory::{CountingAllocator, MemorySnapshot};
 use reclaim::model::{SimpleNn, SimpleNnConfig};
-use reclaim::train::{BackendChoice, CountingAllocator, MemorySnapshot, ReleaseReport};
+use reclaim::train::{BackendChoice, ReleaseReport};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;

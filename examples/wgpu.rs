@@ -7,7 +7,7 @@
 //! ```
 
 #[global_allocator]
-static ALLOCATOR: reclaim::train::CountingAllocator = reclaim::train::CountingAllocator;
+static ALLOCATOR: reclaim::memory::CountingAllocator = reclaim::memory::CountingAllocator;
 
 fn main() -> anyhow::Result<()> {
     use reclaim::dataset::{Family, default_data_folder};
@@ -19,6 +19,6 @@ fn main() -> anyhow::Result<()> {
         "runs/example-wgpu".into(),
     );
     let run = train(&config)?;
-    print!("{}", run.summary());
+    print!("{}", reclaim::report::run_summary(&run));
     Ok(())
 }

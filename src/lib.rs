@@ -7,10 +7,15 @@
 //! - [`loader`]: samplers, batching, prefetching and scoped release (`reclaim-loader`).
 //! - [`model`]: the MLP for every Burn backend (`reclaim-model`).
 //! - [`train`]: the training loop, metrics, checkpoints and memory reports (`reclaim-train`).
+//! - [`memory`]: the counting allocator, the `/proc` readers and the device pool
+//!   (`reclaim-memory`).
+//! - [`report`]: the figures and text summaries of a run folder (`reclaim-report`).
 
 pub use reclaim_dataset as dataset;
 pub use reclaim_loader as loader;
+pub use reclaim_memory as memory;
 pub use reclaim_model as model;
+pub use reclaim_report as report;
 pub use reclaim_train as train;
 
 /// The README's examples, run as doctests.

@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 
 /// Counts live heap bytes so that `reclaim train` can report what the release gave back.
 #[global_allocator]
-static ALLOCATOR: reclaim_train::CountingAllocator = reclaim_train::CountingAllocator;
+static ALLOCATOR: reclaim_memory::CountingAllocator = reclaim_memory::CountingAllocator;
 
 /// Train on IDX image datasets with Burn; memory released by construction.
 #[derive(Debug, Parser)]

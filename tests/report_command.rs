@@ -76,6 +76,12 @@ fn train_draws_the_figures_and_report_redraws_them_from_the_metrics() {
     // The figures hold the run's numbers: each epoch's accuracy label, one point per sample.
     let epochs: Vec<EpochMetrics> = read_json_lines(folder.join("metrics.jsonl")).unwrap();
     assert_eq!(epochs.len(), 2);
+    // The summary ends the output, its last line the final test accuracy.
+    let accuracy = epochs[1].test_accuracy * 100.0;
+    assert!(
+        stdout.ends_with(&format!("test accuracy {accuracy:.2}%\n")),
+        "{stdout}"
+    );
     let curves = std::fs::read_to_string(folder.join("curves.svg")).unwrap();
     for epoch in &epochs {
         let label = format!("{:.2}%", epoch.test_accuracy * 100.0);

@@ -5,10 +5,9 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use reclaim_train::{
-    BackendChoice, Bar, BarChart, PlotPaths, ProgressDisplay, TrainConfig, TrainRun,
-    draw_bar_charts, format_bytes, write_file_atomically,
-};
+use indicatif::HumanBytes;
+use reclaim_report::{Bar, BarChart, PlotPaths, draw_bar_charts};
+use reclaim_train::{BackendChoice, ProgressDisplay, TrainConfig, TrainRun, write_file_atomically};
 
 /// Arguments of `reclaim bench train`.
 #[derive(Debug, clap::Args)]
@@ -177,8 +176,8 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
 
 fn signed_bytes(bytes: Option<i64>) -> String {
     match bytes {
-        Some(bytes) if bytes < 0 => format!("-{}", format_bytes(bytes.unsigned_abs())),
-        Some(bytes) => format!("+{}", format_bytes(bytes as u64)),
+        Some(bytes) if bytes < 0 => format!("-{}", HumanBytes(bytes.unsigned_abs())),
+        Some(bytes) => format!("+{}", HumanBytes(bytes as u64)),
         None => "n/a".into(),
     }
 }
@@ -199,7 +198,7 @@ fn markdown_table(outcomes: &[(BackendChoice, Outcome)]) -> String {
                 signed_bytes(measured.heap_held_bytes),
                 measured
                     .device_bytes_in_use
-                    .map_or_else(|| "n/a".into(), format_bytes),
+                    .map_or_else(|| "n/a".into(), |bytes| HumanBytes(bytes).to_string()),
                 signed_bytes(measured.heap_left_over_bytes),
             ),
             Outcome::Skipped(reason) => writeln!(table, "| {backend} | skipped: {reason} ||||||"),
@@ -288,7 +287,7 @@ mod tests {
         let table = markdown_table(&outcomes);
         assert_eq!(table.lines().count(), 4, "{table}");
         assert!(
-            table.contains("| ndarray | 12800 | 5.00 | 87.65% | +3.0 MiB | n/a | -2.0 KiB |"),
+            table.contains("| ndarray | 12800 | 5.00 | 87.65% | +3.00 MiB | n/a | -2.00 KiB |"),
             "{table}"
         );
         assert!(

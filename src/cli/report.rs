@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use reclaim_train::{EpochMetrics, ReleaseReport, epoch_table, read_json_lines, run_files};
+use reclaim_report::{RunRecords, draw_run_records, epoch_table};
+use reclaim_train::{ReleaseReport, run_files};
 
 /// Arguments of `reclaim report`.
 #[derive(Debug, clap::Args)]
@@ -21,9 +22,9 @@ pub fn run(arguments: ReportArguments) -> anyhow::Result<()> {
         "{}: not a run folder (no such folder)",
         folder.display()
     );
-    let figures = reclaim_train::draw_run_plots(folder)?;
-    let epochs: Vec<EpochMetrics> = read_json_lines(folder.join(run_files::EPOCH_METRICS))?;
-    print!("{}", epoch_table(&epochs));
+    let records = RunRecords::read(folder)?;
+    let figures = draw_run_records(&records, folder)?;
+    print!("{}", epoch_table(&records.epochs));
     if let Some(release) = ReleaseReport::read_from(folder)? {
         println!(
             "\nrelease ({}):",

@@ -124,7 +124,7 @@ pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
     let run = reclaim_train::train(&config)?;
     // The figures, drawn from the files the run just wrote; the summary still ends the output
     // (its last line is the test accuracy) and a drawing failure is reported after it.
-    let figures = reclaim_train::draw_run_plots(&run.run_folder);
+    let figures = reclaim_report::draw_run_plots(&run.run_folder);
     if let Ok(figures) = &figures {
         println!(
             "figures: {} and {} (also as .png; redraw with `reclaim report {}`)",
@@ -133,7 +133,7 @@ pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
             run.run_folder.display()
         );
     }
-    print!("{}", run.summary());
+    print!("{}", reclaim_report::run_summary(&run));
     figures.context("drawing the run's figures")?;
     Ok(())
 }

@@ -9,9 +9,7 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use burn::data::dataloader::DataLoader;
 use burn::tensor::Device;
@@ -20,64 +18,18 @@ use reclaim_dataset::{ImageDataset, Split};
 use reclaim_loader::{
     BurnLoader, ImageShape, Loader, LoaderConfig, Normalization, PixelFormat, TensorBatch,
 };
-
-/// Forwards to the system allocator and keeps the number of live heap bytes.
-struct CountingAllocator;
-
-static LIVE_HEAP_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so `System`'s
-// guarantees are ours; the counter is only bookkeeping.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as is; the caller upholds `GlobalAlloc::alloc`'s contract.
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            LIVE_HEAP_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as is.
-        let pointer = unsafe { System.alloc_zeroed(layout) };
-        if !pointer.is_null() {
-            LIVE_HEAP_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: forwarded as is; `pointer` came from this allocator with `layout`.
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE_HEAP_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded as is.
-        let moved = unsafe { System.realloc(pointer, layout, new_size) };
-        if !moved.is_null() {
-            LIVE_HEAP_BYTES.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        moved
-    }
-}
+use reclaim_memory::CountingAllocator;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
+/// Live heap bytes of the whole process, as a signed number so that differences read as such.
 fn live_heap_bytes() -> isize {
-    LIVE_HEAP_BYTES.load(Ordering::Relaxed)
+    reclaim_memory::live_heap_bytes().expect("the counting allocator is installed") as isize
 }
 
 fn mapped(path: &Path) -> bool {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let name = path.canonicalize().unwrap();
-    maps.lines()
-        .any(|line| line.ends_with(name.to_str().unwrap()))
+    reclaim_memory::mapped_bytes_of(&[path.canonicalize().unwrap()]) > 0
 }
 
 fn training_config(num_workers: usize) -> LoaderConfig {

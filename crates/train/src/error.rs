@@ -47,13 +47,6 @@ pub enum TrainError {
         /// What the backend reported.
         message: String,
     },
-    /// A figure cannot be drawn: its input holds nothing to plot, or drawing failed.
-    Plot {
-        /// The input file at fault, or the figure being drawn.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
     /// A configuration value is out of range.
     InvalidConfig {
         /// The setting.
@@ -96,9 +89,6 @@ impl fmt::Display for TrainError {
                 folder.display()
             ),
             TrainError::Device { message } => write!(formatter, "device error: {message}"),
-            TrainError::Plot { path, message } => {
-                write!(formatter, "cannot draw {}: {message}", path.display())
-            }
             TrainError::InvalidConfig { setting, message } => {
                 write!(formatter, "invalid {setting}: {message}")
             }

@@ -6,9 +6,9 @@
 //!   report into the run folder, and resuming from the newest checkpoint on request.
 //! - [`ReleaseReport`]: memory after each step of the release — the loader's scope ends, the
 //!   dataset is dropped, the device pool is cleaned up, the model is dropped.
-//! - [`MemorySnapshot`], [`CountingAllocator`], [`MemoryTimeline`]: RSS from
-//!   `/proc/self/status`, live heap bytes, mapped dataset bytes from `/proc/self/maps`, and the
-//!   device's `memory_pool_usage`.
+//! - [`MemoryTimeline`]: a run's memory over time, sampled in the background and at each phase.
+//!   The measurements themselves ([`MemorySnapshot`], [`CountingAllocator`], the `/proc`
+//!   readers) live in `reclaim-memory` and are re-exported here.
 //! - [`TrainError`]: the one error type of the crate.
 //!
 //! ```no_run
@@ -29,9 +29,7 @@ mod backend;
 mod checkpoint;
 mod error;
 mod files;
-mod memory;
 mod metrics;
-mod plots;
 mod release;
 mod timeline;
 mod trainer;
@@ -43,14 +41,10 @@ pub use checkpoint::{
 };
 pub use error::TrainError;
 pub use files::write_file_atomically;
-pub use memory::{
-    CountingAllocator, MemorySnapshot, format_bytes, live_heap_bytes, mapped_bytes_of,
-    mapped_bytes_under, peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
-};
-pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, epoch_table, read_json_lines};
-pub use plots::{
-    Bar, BarChart, PlotFiles, PlotPaths, draw_bar_charts, draw_memory_timeline, draw_run_plots,
-    draw_training_curves,
+pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
+pub use reclaim_memory::{
+    CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
+    peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
 pub use release::{ReleaseReport, ReleaseStep};
 pub use timeline::{MemoryTimeline, TimelineSample};

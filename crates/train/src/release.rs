@@ -4,9 +4,10 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use indicatif::HumanBytes;
+use reclaim_memory::MemorySnapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{MemorySnapshot, format_bytes};
 use crate::{TrainError, files::write_file_atomically, run_files};
 
 /// One row of the release report: a named moment and the memory then.
@@ -72,7 +73,9 @@ impl ReleaseReport {
 
     /// The report as a Markdown table.
     pub fn to_markdown(&self) -> String {
-        let optional = |value: Option<u64>| value.map_or_else(|| "n/a".to_string(), format_bytes);
+        let optional = |value: Option<u64>| {
+            value.map_or_else(|| "n/a".to_string(), |bytes| HumanBytes(bytes).to_string())
+        };
         let mut table = String::from(
             "| step | RSS | live heap | mapped dataset | device in use | device reserved |\n\
              |---|---:|---:|---:|---:|---:|\n",
@@ -85,7 +88,7 @@ impl ReleaseReport {
                 step.step,
                 optional(memory.resident_bytes),
                 optional(memory.live_heap_bytes),
-                format_bytes(memory.mapped_dataset_bytes),
+                HumanBytes(memory.mapped_dataset_bytes),
                 optional(memory.device_bytes_in_use),
                 optional(memory.device_bytes_reserved),
             );
@@ -148,7 +151,7 @@ mod tests {
         let table = report.to_markdown();
         assert_eq!(table.lines().count(), 2 + 3);
         assert!(
-            table.contains("| trained | 97.7 KiB | 48.8 KiB | 44.9 MiB | n/a | n/a |"),
+            table.contains("| trained | 97.66 KiB | 48.83 KiB | 44.86 MiB | n/a | n/a |"),
             "{table}"
         );
     }

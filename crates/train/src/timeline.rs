@@ -15,10 +15,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use burn::tensor::Device;
+use reclaim_memory::MemorySnapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
-use crate::memory::MemorySnapshot;
 
 /// One point of the timeline, one line of `memory.jsonl`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,7 +46,7 @@ impl Shared {
         if phase.is_some() {
             // A phase boundary: let the process settle first (the sampler cannot allocate
             // meanwhile, it waits for the lock held here).
-            crate::memory::wait_for_steady_live_heap();
+            reclaim_memory::wait_for_steady_live_heap();
         }
         let mut memory = MemorySnapshot::take_under(device, &self.watched_folder);
         memory.seconds = self.started.elapsed().as_secs_f64();

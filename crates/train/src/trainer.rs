@@ -22,8 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::checkpoint::{
     CheckpointState, latest_checkpoint, load_checkpoint, read_checkpoint_state, save_checkpoint,
 };
-use crate::memory::format_bytes;
-use crate::metrics::{JsonLinesWriter, epoch_table, read_json_lines};
+use crate::metrics::{JsonLinesWriter, read_json_lines};
 use crate::release::ReleaseReport;
 use crate::timeline::MemoryTimeline;
 use crate::{BackendChoice, EpochMetrics, StepMetrics, TrainError};
@@ -215,38 +214,6 @@ impl TrainRun {
     /// The test accuracy after the last epoch.
     pub fn final_test_accuracy(&self) -> Option<f64> {
         self.epochs.last().map(|epoch| epoch.test_accuracy)
-    }
-
-    /// What the run did, for people: a line per epoch, the release table, and a last line
-    /// `test accuracy 89.42%`.
-    pub fn summary(&self) -> String {
-        use std::fmt::Write as _;
-        let mut text = epoch_table(&self.epochs);
-        let _ = writeln!(
-            text,
-            "\nrelease report ({}):",
-            self.run_folder.join(run_files::RELEASE_TABLE).display()
-        );
-        text.push_str(&self.release.to_markdown());
-        if let Some(left_over) = self.release.heap_bytes_left_over() {
-            let sign = if left_over < 0 { "-" } else { "+" };
-            let _ = writeln!(
-                text,
-                "live heap after release vs before loading: {sign}{}",
-                format_bytes(left_over.unsigned_abs())
-            );
-        }
-        let _ = writeln!(
-            text,
-            "peak loader memory {}, whole job {:.2} s, run folder {}",
-            format_bytes(self.peak_loader_bytes),
-            self.total_seconds,
-            self.run_folder.display()
-        );
-        if let Some(accuracy) = self.final_test_accuracy() {
-            let _ = writeln!(text, "test accuracy {:.2}%", accuracy * 100.0);
-        }
-        text
     }
 }
 

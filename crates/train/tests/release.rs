@@ -6,7 +6,8 @@
 //! scheduler, which made the exact comparison flaky on a loaded machine.
 
 use reclaim_dataset::{Family, default_data_folder};
-use reclaim_train::{BackendChoice, CountingAllocator, ProgressDisplay, TrainConfig, train};
+use reclaim_memory::CountingAllocator;
+use reclaim_train::{BackendChoice, ProgressDisplay, TrainConfig, train};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;

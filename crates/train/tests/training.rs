@@ -65,10 +65,8 @@ fn the_seed_recipe_reaches_88_percent_on_the_test_split() {
     let accuracy = run.final_test_accuracy().unwrap();
     assert!(accuracy >= 0.88, "test accuracy {accuracy}");
     assert!(run.epochs[1].train_loss < run.epochs[0].train_loss);
-    assert!(
-        run.summary()
-            .ends_with(&format!("test accuracy {:.2}%\n", accuracy * 100.0))
-    );
+    // The summary printed for people moved to `reclaim-report` (`run_summary`), where its
+    // last line is checked; `reclaim train`'s own output is checked in the root's tests.
 }
 
 #[test]

@@ -4,13 +4,12 @@
 
 use std::path::Path;
 
-use reclaim_train::{
-    Bar, BarChart, EpochMetrics, JsonLinesWriter, MemorySnapshot, PlotPaths, StepMetrics,
-    TimelineSample, TrainError, draw_bar_charts, draw_run_plots, run_files,
-};
+use reclaim_memory::MemorySnapshot;
+use reclaim_report::{Bar, BarChart, PlotPaths, ReportError, draw_bar_charts, draw_run_plots};
+use reclaim_train::{EpochMetrics, JsonLinesWriter, StepMetrics, TimelineSample, run_files};
 
 const MIB: u64 = 1024 * 1024;
-/// The colours of the series (see `plots::colors`), as the SVG writes them.
+/// The colours of the series (see `draw::colors`), as the SVG writes them.
 const LOSS_LOGGED: &str = "#9EBEDE";
 const ACCURACY: &str = "#228B22";
 const RESIDENT: &str = "#1F77B4";
@@ -286,7 +285,7 @@ fn an_empty_timeline_is_an_error_naming_the_file_and_nothing_is_drawn() {
     std::fs::write(folder.path().join(run_files::MEMORY_TIMELINE), "").unwrap();
     let error = draw_run_plots(folder.path()).unwrap_err();
     assert!(
-        matches!(&error, TrainError::Plot { path, .. } if path.ends_with("memory.jsonl")),
+        matches!(&error, ReportError::NothingToDraw { path, .. } if path.ends_with("memory.jsonl")),
         "{error:?}"
     );
     assert!(error.to_string().contains("memory.jsonl"), "{error}");
@@ -299,7 +298,7 @@ fn a_missing_or_corrupt_metrics_file_is_an_error_naming_it() {
     let folder = tempfile::tempdir().unwrap();
     let error = draw_run_plots(folder.path()).unwrap_err();
     assert!(
-        matches!(&error, TrainError::Io { path, .. } if path.ends_with("steps.jsonl")),
+        matches!(&error, ReportError::Io { path, .. } if path.ends_with("steps.jsonl")),
         "{error:?}"
     );
 
@@ -323,7 +322,7 @@ fn a_run_without_steps_or_epochs_is_an_error() {
     write_run_folder(folder.path(), 0, &[]);
     let error = draw_run_plots(folder.path()).unwrap_err();
     assert!(
-        matches!(&error, TrainError::Plot { path, .. } if path.ends_with("steps.jsonl")),
+        matches!(&error, ReportError::NothingToDraw { path, .. } if path.ends_with("steps.jsonl")),
         "{error:?}"
     );
 }
@@ -379,5 +378,5 @@ fn bar_charts_show_every_value_and_mark_missing_ones() {
     assert_eq!(png_dimensions(&paths.png), (840, 440));
 
     let error = draw_bar_charts(&[], &paths).unwrap_err();
-    assert!(matches!(error, TrainError::Plot { .. }));
+    assert!(matches!(error, ReportError::NothingToDraw { .. }));
 }

@@ -1,0 +1,49 @@
+//! `reclaim-memory`: what a process holds, measured, at the bottom of Reclaim's crates.
+//!
+//! - [`CountingAllocator`]: a global allocator that counts live heap bytes; read them with
+//!   [`live_heap_bytes`] and [`peak_heap_bytes`], and let a backend's threads finish dropping
+//!   with [`wait_for_steady_live_heap`].
+//! - [`resident_bytes`]: the resident set and its peak, from `/proc/self/status`.
+//! - [`mapped_bytes_of`], [`mapped_bytes_under`]: the bytes of files mapped into the address
+//!   space, from `/proc/self/maps`.
+//! - [`MemorySnapshot`]: all of the above at one moment, with the device's memory pool
+//!   (`burn::tensor::Device::memory_pool_usage`).
+//!
+//! It depends on no other Reclaim crate (and on Burn with no backend), so the loader's tests,
+//! the trainer, the benches and the `reclaim` command all measure the same way.
+//!
+//! ```
+//! #[global_allocator]
+//! static ALLOCATOR: reclaim_memory::CountingAllocator = reclaim_memory::CountingAllocator;
+//!
+//! fn main() {
+//!     let before = reclaim_memory::live_heap_bytes().expect("the allocator is installed");
+//!     let buffer = vec![0u8; 1 << 20];
+//!     let holding = reclaim_memory::live_heap_bytes().unwrap();
+//!     assert!(holding >= before + (1 << 20));
+//!     drop(buffer);
+//!     assert!(reclaim_memory::live_heap_bytes().unwrap() < holding);
+//!
+//!     let snapshot = reclaim_memory::MemorySnapshot::take(None, &[]);
+//!     assert!(snapshot.live_heap_bytes.is_some());
+//!     assert_eq!(snapshot.mapped_dataset_bytes, 0);
+//!     if cfg!(target_os = "linux") {
+//!         assert!(snapshot.resident_bytes.unwrap() > 0);
+//!     }
+//! }
+//! ```
+
+mod allocator;
+mod process;
+mod snapshot;
+
+pub use allocator::{
+    CountingAllocator, live_heap_bytes, peak_heap_bytes, wait_for_steady_live_heap,
+};
+pub use process::{mapped_bytes_of, mapped_bytes_under, resident_bytes};
+pub use snapshot::MemorySnapshot;
+
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,79 @@
+//! [`ReportError`]: everything that can go wrong while reading a run's files or drawing.
+
+use std::path::PathBuf;
+
+use reclaim_train::TrainError;
+
+/// Everything that can go wrong in `reclaim-report`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// Reading or writing a file failed: a run file is missing, one of its lines does not
+    /// parse, or a figure cannot be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error (for a line that does not parse, it names the line).
+        #[source]
+        source: std::io::Error,
+    },
+    /// A figure's input holds nothing to draw.
+    #[error("cannot draw {}: {reason}", path.display())]
+    NothingToDraw {
+        /// The input file at fault, or the figure asked for.
+        path: PathBuf,
+        /// What is missing.
+        reason: String,
+    },
+    /// Drawing or encoding a figure failed.
+    #[error("cannot draw {}: {message}", path.display())]
+    Drawing {
+        /// The figure being drawn (its SVG file).
+        path: PathBuf,
+        /// What plotters, the font or the PNG encoder reported.
+        message: String,
+    },
+    /// Another failure reported by `reclaim-train`, whose readers and writers this crate uses.
+    #[error(transparent)]
+    Train(TrainError),
+}
+
+impl From<TrainError> for ReportError {
+    /// `reclaim-train`'s file errors become [`ReportError::Io`], naming the same file.
+    fn from(error: TrainError) -> Self {
+        match error {
+            TrainError::Io { path, source } => ReportError::Io { path, source },
+            other => ReportError::Train(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_file_error_of_the_trainer_names_the_same_file_and_keeps_its_source() {
+        let error = ReportError::from(TrainError::Io {
+            path: "run/steps.jsonl".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        });
+        assert!(
+            matches!(&error, ReportError::Io { path, .. } if path.ends_with("steps.jsonl")),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "run/steps.jsonl: no such file");
+        assert_eq!(error.source().unwrap().to_string(), "no such file");
+    }
+
+    #[test]
+    fn other_trainer_errors_are_passed_through() {
+        let error = ReportError::from(TrainError::NoCheckpoint {
+            folder: "run".into(),
+        });
+        assert!(matches!(error, ReportError::Train(_)), "{error:?}");
+        assert!(error.to_string().contains("holds no checkpoint"), "{error}");
+    }
+}

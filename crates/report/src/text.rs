@@ -1,0 +1,132 @@
+//! Text for people: the epochs as a table, and a finished run's summary.
+
+use std::fmt::Write as _;
+
+use indicatif::HumanBytes;
+use reclaim_train::{EpochMetrics, TrainRun, run_files};
+
+/// The epochs as a text table, one line each, as `reclaim train` and `reclaim report` print
+/// them: losses, test accuracy, training and evaluation seconds, training samples per second.
+pub fn epoch_table(epochs: &[EpochMetrics]) -> String {
+    if epochs.is_empty() {
+        return "no epoch completed\n".into();
+    }
+    let mut table =
+        String::from("epoch  train loss  test loss  test accuracy  train s  eval s  samples/s\n");
+    for epoch in epochs {
+        let _ = writeln!(
+            table,
+            "{:>5}  {:>10.4}  {:>9.4}  {:>12.2}%  {:>7.2}  {:>6.2}  {:>9.0}",
+            epoch.epoch,
+            epoch.train_loss,
+            epoch.test_loss,
+            epoch.test_accuracy * 100.0,
+            epoch.train_seconds,
+            epoch.evaluation_seconds,
+            epoch.samples_per_second
+        );
+    }
+    table
+}
+
+/// What a run did, for people: a line per epoch, the release table, what the live heap kept,
+/// and a last line `test accuracy 89.42%`.
+pub fn run_summary(run: &TrainRun) -> String {
+    let mut text = epoch_table(&run.epochs);
+    let _ = writeln!(
+        text,
+        "\nrelease report ({}):",
+        run.run_folder.join(run_files::RELEASE_TABLE).display()
+    );
+    text.push_str(&run.release.to_markdown());
+    if let Some(left_over) = run.release.heap_bytes_left_over() {
+        let sign = if left_over < 0 { "-" } else { "+" };
+        let _ = writeln!(
+            text,
+            "live heap after release vs before loading: {sign}{}",
+            HumanBytes(left_over.unsigned_abs())
+        );
+    }
+    let _ = writeln!(
+        text,
+        "peak loader memory {}, whole job {:.2} s, run folder {}",
+        HumanBytes(run.peak_loader_bytes),
+        run.total_seconds,
+        run.run_folder.display()
+    );
+    if let Some(accuracy) = run.final_test_accuracy() {
+        let _ = writeln!(text, "test accuracy {:.2}%", accuracy * 100.0);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reclaim_memory::MemorySnapshot;
+    use reclaim_train::ReleaseReport;
+
+    fn epoch(number: usize, accuracy: f64) -> EpochMetrics {
+        EpochMetrics {
+            epoch: number,
+            train_loss: 0.5,
+            test_loss: 0.25,
+            test_accuracy: accuracy,
+            train_seconds: 2.0,
+            evaluation_seconds: 0.5,
+            samples_per_second: 30000.0,
+            resident_bytes: None,
+            device_bytes_in_use: None,
+        }
+    }
+
+    #[test]
+    fn the_epoch_table_has_a_line_per_epoch() {
+        let table = epoch_table(&[epoch(1, 0.9012), epoch(2, 0.9345)]);
+        assert_eq!(table.lines().count(), 3, "{table}");
+        assert!(
+            table.contains("90.12%") && table.contains("93.45%"),
+            "{table}"
+        );
+        assert_eq!(epoch_table(&[]), "no epoch completed\n");
+    }
+
+    #[test]
+    fn the_summary_shows_epochs_release_and_heap_and_ends_with_the_test_accuracy() {
+        let heap = |bytes: u64| MemorySnapshot {
+            live_heap_bytes: Some(bytes),
+            ..MemorySnapshot::default()
+        };
+        let mut release = ReleaseReport::default();
+        release.record("before loading", heap(10 * 1024 * 1024));
+        release.record("model dropped", heap(10 * 1024 * 1024 - 2048));
+        let run = TrainRun {
+            epochs: vec![epoch(1, 0.8512), epoch(2, 0.8942)],
+            final_weights_path: "runs/example/model.bpk".into(),
+            release,
+            total_seconds: 12.5,
+            peak_loader_bytes: 3 * 1024 * 1024 / 2,
+            run_folder: "runs/example".into(),
+        };
+        let summary = run_summary(&run);
+        assert!(summary.starts_with("epoch  train loss"), "{summary}");
+        assert!(summary.contains("85.12%") && summary.contains("| model dropped |"));
+        assert!(
+            summary.contains("release report (runs/example/release.md):"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("live heap after release vs before loading: -2.00 KiB\n"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains(
+                "peak loader memory 1.50 MiB, whole job 12.50 s, run folder runs/example\n"
+            ),
+            "{summary}"
+        );
+        let accuracy = run.final_test_accuracy().unwrap();
+        assert!(summary.ends_with(&format!("test accuracy {:.2}%\n", accuracy * 100.0)));
+        assert!(summary.ends_with("test accuracy 89.42%\n"), "{summary}");
+    }
+}
