@@ -132,7 +132,8 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
                     Some(measurement) => Outcome::Measured(measurement),
                     None => Outcome::Failed("the run recorded no epoch".into()),
                 },
-                Err(error) => Outcome::Failed(error.to_string()),
+                // The whole chain: a TrainError's message does not repeat its source.
+                Err(error) => Outcome::Failed(format!("{:#}", anyhow::Error::new(error))),
             }
         };
         outcomes.push((backend, outcome));

@@ -297,11 +297,8 @@ impl IdxArray {
     /// The data of an `i8` array, zero copy; [`DatasetError::WrongElementType`] otherwise.
     pub fn as_i8(&self) -> Result<&[i8]> {
         self.require(ElementType::I8)?;
-        let bytes = self.data_bytes();
-        // SAFETY: i8 and u8 have the same size and alignment (1) and every bit pattern is a valid
-        // i8; the pointer and length come from a live &[u8] borrowed from `self`, and the
-        // returned slice borrows `self` for the same lifetime, so the memory stays valid.
-        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) })
+        // u8 and i8 have the same size and alignment: this cast never fails.
+        Ok(bytemuck::cast_slice(self.data_bytes()))
     }
 
     /// Row `index` of a `u8` array (e.g. one 28 x 28 image of an N x 28 x 28 file), zero copy.

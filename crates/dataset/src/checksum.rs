@@ -1,7 +1,7 @@
 //! SHA-256 verification of decompressed dataset files against the catalogue.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -13,38 +13,18 @@ use crate::gz::{decompress_gz_cached, is_gz_path};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 use crate::image_dataset::locate_split_files;
 
-/// Lowercase hexadecimal of a digest.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for &byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0x0F)]));
-    }
-    text
-}
-
 /// SHA-256 of `bytes`, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// SHA-256 of a file's bytes as stored (no decompression), lowercase hex.
 pub fn sha256_of_file(path: &Path) -> Result<String> {
     let file = File::open(path).map_err(|error| DatasetError::io(path, error))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let count = match reader.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(count) => count,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(DatasetError::io(path, error)),
-        };
-        hasher.update(&buffer[..count]);
-    }
-    Ok(hex(&hasher.finalize()))
+    // Writing into the hasher cannot fail: any error is the file's.
+    std::io::copy(&mut BufReader::with_capacity(1 << 20, file), &mut hasher).map_err(|error| DatasetError::io(path, error))?;
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 /// The outcome of checking one file against the catalogue.

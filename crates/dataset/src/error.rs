@@ -1,6 +1,5 @@
 //! The crate's one error type.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use crate::element::ElementType;
@@ -10,10 +9,11 @@ use crate::element::ElementType;
 /// Every variant that concerns a file names it. Input/output and decompression failures keep the
 /// underlying [`std::io::Error`] reachable through [`std::error::Error::source`]; their `Display`
 /// message does not repeat it (print the chain, e.g. with `anyhow`'s `{:#}`, to see both).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DatasetError {
     /// Reading, writing, creating or renaming `path` failed.
+    #[error("{path}: input/output error")]
     Io {
         /// The file or folder concerned.
         path: PathBuf,
@@ -21,6 +21,7 @@ pub enum DatasetError {
         source: std::io::Error,
     },
     /// The file holds fewer than the 4 bytes of an IDX magic number.
+    #[error("{path}: too short for an IDX header ({length} bytes, at least 4 needed)")]
     TooShortForHeader {
         /// The file.
         path: PathBuf,
@@ -28,6 +29,11 @@ pub enum DatasetError {
         length: u64,
     },
     /// The first two bytes are not `00 00`.
+    #[error(
+        "{path}: bad IDX magic number: first two bytes are {:02x} {:02x}, expected 00 00",
+        found[0],
+        found[1]
+    )]
     BadMagic {
         /// The file.
         path: PathBuf,
@@ -35,6 +41,9 @@ pub enum DatasetError {
         found: [u8; 2],
     },
     /// The third byte is not one of the six IDX element types.
+    #[error(
+        "{path}: unknown IDX element type code 0x{code:02x} (expected 08, 09, 0b, 0c, 0d or 0e)"
+    )]
     UnknownElementType {
         /// The file.
         path: PathBuf,
@@ -42,11 +51,16 @@ pub enum DatasetError {
         code: u8,
     },
     /// The fourth byte (the number of dimensions) is 0.
+    #[error("{path}: IDX header has rank 0")]
     ZeroRank {
         /// The file.
         path: PathBuf,
     },
     /// The file ends before its `rank` big-endian u32 dimension sizes.
+    #[error(
+        "{path}: IDX dimensions cut off: rank {rank} needs a {} byte header, file has {length} bytes",
+        4 + 4 * u64::from(*rank)
+    )]
     DimensionsCutOff {
         /// The file.
         path: PathBuf,
@@ -56,11 +70,15 @@ pub enum DatasetError {
         length: u64,
     },
     /// The product of the dimensions times the element size (plus the header) overflows.
+    #[error(
+        "{path}: IDX dimensions overflow: the data size does not fit in 64 bits or in memory"
+    )]
     SizeOverflow {
         /// The file.
         path: PathBuf,
     },
     /// The file is shorter than its header says.
+    #[error("{path}: IDX data truncated: header announces {expected} bytes, file has {actual}")]
     Truncated {
         /// The file.
         path: PathBuf,
@@ -70,6 +88,9 @@ pub enum DatasetError {
         actual: u64,
     },
     /// The file is longer than its header says.
+    #[error(
+        "{path}: trailing bytes after IDX data: header announces {expected} bytes, file has {actual}"
+    )]
     TrailingBytes {
         /// The file.
         path: PathBuf,
@@ -79,6 +100,7 @@ pub enum DatasetError {
         actual: u64,
     },
     /// The array holds another element type than the one asked for.
+    #[error("{path}: wrong element type: expected {expected}, file holds {found}")]
     WrongElementType {
         /// The file.
         path: PathBuf,
@@ -88,6 +110,7 @@ pub enum DatasetError {
         found: ElementType,
     },
     /// The array has another number of dimensions than required (images N x H x W, labels N).
+    #[error("{path}: wrong number of dimensions: expected {expected}, file has {found}")]
     UnexpectedRank {
         /// The file.
         path: PathBuf,
@@ -97,6 +120,11 @@ pub enum DatasetError {
         found: usize,
     },
     /// The array's shape differs from the catalogue's for that file.
+    #[error(
+        "{path}: unexpected shape: expected {}, file holds {}",
+        shape_text(expected),
+        shape_text(found)
+    )]
     UnexpectedShape {
         /// The file.
         path: PathBuf,
@@ -106,6 +134,7 @@ pub enum DatasetError {
         found: Vec<usize>,
     },
     /// The images and labels files hold different numbers of items.
+    #[error("{images_path} holds {images} images but {labels_path} holds {labels} labels")]
     CountMismatch {
         /// The images file.
         images_path: PathBuf,
@@ -117,6 +146,9 @@ pub enum DatasetError {
         labels: usize,
     },
     /// A label is not below the number of classes.
+    #[error(
+        "{path}: label {label} at index {index} is not below the number of classes ({classes})"
+    )]
     LabelOutOfRange {
         /// The labels file.
         path: PathBuf,
@@ -128,6 +160,11 @@ pub enum DatasetError {
         classes: usize,
     },
     /// A shape and data given to the writer do not describe a valid IDX array.
+    #[error(
+        "{}invalid IDX shape {} for {element_count} elements: {problem}",
+        path_prefix(path.as_ref()),
+        shape_text(shape)
+    )]
     InvalidShape {
         /// The file being written, if any.
         path: Option<PathBuf>,
@@ -139,11 +176,13 @@ pub enum DatasetError {
         problem: ShapeProblem,
     },
     /// A path that should end in `.gz` does not.
+    #[error("{path}: not a .gz path")]
     NotGzipPath {
         /// The path.
         path: PathBuf,
     },
     /// Decompressing a gzip file failed (corrupt or not gzip).
+    #[error("{path}: gzip decompression failed")]
     Gzip {
         /// The compressed file.
         path: PathBuf,
@@ -151,6 +190,7 @@ pub enum DatasetError {
         source: std::io::Error,
     },
     /// The SHA-256 of the decompressed bytes differs from the catalogue's.
+    #[error("{path}: SHA-256 mismatch: expected {expected}, found {actual}")]
     ChecksumMismatch {
         /// The file (or the file it was to become).
         path: PathBuf,
@@ -160,11 +200,13 @@ pub enum DatasetError {
         actual: String,
     },
     /// A file that should exist does not.
+    #[error("{path}: no such file")]
     MissingFile {
         /// The path looked for (for a dataset folder: the first of the names tried).
         path: PathBuf,
     },
     /// Downloading from a URL failed.
+    #[error("{url}: download failed")]
     Download {
         /// The URL.
         url: String,
@@ -172,6 +214,7 @@ pub enum DatasetError {
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// A download was larger than allowed.
+    #[error("{url}: download larger than the limit of {limit} bytes")]
     DownloadTooLarge {
         /// The URL or file.
         url: String,
@@ -179,11 +222,13 @@ pub enum DatasetError {
         limit: u64,
     },
     /// A mirror string is neither a folder, a `file://` URL nor an `http(s)://` URL.
+    #[error("{mirror:?}: not a mirror (expected a folder, file://, http:// or https://)")]
     InvalidMirror {
         /// The mirror as given.
         mirror: String,
     },
     /// Every mirror failed for one file; `attempts` lists each mirror and its error in order.
+    #[error("{file_name}: every mirror failed{}", attempts_text(attempts))]
     AllMirrorsFailed {
         /// The file name asked for (e.g. `train-images-idx3-ubyte.gz`).
         file_name: String,
@@ -202,21 +247,26 @@ pub struct MirrorAttempt {
 }
 
 /// What is wrong with a shape handed to the IDX writer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShapeProblem {
     /// The shape has no dimensions; IDX needs at least one.
+    #[error("an IDX array needs at least one dimension")]
     RankZero,
     /// The shape has more than 255 dimensions.
+    #[error("an IDX array has at most 255 dimensions")]
     RankAbove255,
     /// The dimension at this position does not fit in a u32.
+    #[error("dimension {index} does not fit in a u32")]
     DimensionAboveU32 {
         /// Position of the dimension.
         index: usize,
     },
     /// The product of the dimensions (or the byte size) overflows.
+    #[error("the number of elements or bytes overflows")]
     ElementCountOverflow,
     /// The product of the dimensions differs from the number of elements given.
+    #[error("the shape holds {expected} elements")]
     ElementCountMismatch {
         /// The product of the dimensions.
         expected: usize,
@@ -236,209 +286,30 @@ impl DatasetError {
     }
 }
 
-impl fmt::Display for ShapeProblem {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ShapeProblem::RankZero => {
-                write!(formatter, "an IDX array needs at least one dimension")
-            }
-            ShapeProblem::RankAbove255 => {
-                write!(formatter, "an IDX array has at most 255 dimensions")
-            }
-            ShapeProblem::DimensionAboveU32 { index } => {
-                write!(formatter, "dimension {index} does not fit in a u32")
-            }
-            ShapeProblem::ElementCountOverflow => {
-                write!(formatter, "the number of elements or bytes overflows")
-            }
-            ShapeProblem::ElementCountMismatch { expected } => {
-                write!(formatter, "the shape holds {expected} elements")
-            }
-        }
-    }
-}
-
 fn shape_text(shape: &[usize]) -> String {
     let parts: Vec<String> = shape.iter().map(|size| size.to_string()).collect();
     format!("[{}]", parts.join(" x "))
 }
 
-impl fmt::Display for DatasetError {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DatasetError::Io { path, .. } => {
-                write!(formatter, "{}: input/output error", path.display())
-            }
-            DatasetError::TooShortForHeader { path, length } => write!(
-                formatter,
-                "{}: too short for an IDX header ({length} bytes, at least 4 needed)",
-                path.display()
-            ),
-            DatasetError::BadMagic { path, found } => write!(
-                formatter,
-                "{}: bad IDX magic number: first two bytes are {:02x} {:02x}, expected 00 00",
-                path.display(),
-                found[0],
-                found[1]
-            ),
-            DatasetError::UnknownElementType { path, code } => write!(
-                formatter,
-                "{}: unknown IDX element type code 0x{code:02x} (expected 08, 09, 0b, 0c, 0d or 0e)",
-                path.display()
-            ),
-            DatasetError::ZeroRank { path } => {
-                write!(formatter, "{}: IDX header has rank 0", path.display())
-            }
-            DatasetError::DimensionsCutOff { path, rank, length } => write!(
-                formatter,
-                "{}: IDX dimensions cut off: rank {rank} needs a {} byte header, file has {length} bytes",
-                path.display(),
-                4 + 4 * u64::from(*rank)
-            ),
-            DatasetError::SizeOverflow { path } => write!(
-                formatter,
-                "{}: IDX dimensions overflow: the data size does not fit in 64 bits or in memory",
-                path.display()
-            ),
-            DatasetError::Truncated {
-                path,
-                expected,
-                actual,
-            } => write!(
-                formatter,
-                "{}: IDX data truncated: header announces {expected} bytes, file has {actual}",
-                path.display()
-            ),
-            DatasetError::TrailingBytes {
-                path,
-                expected,
-                actual,
-            } => write!(
-                formatter,
-                "{}: trailing bytes after IDX data: header announces {expected} bytes, file has {actual}",
-                path.display()
-            ),
-            DatasetError::WrongElementType {
-                path,
-                expected,
-                found,
-            } => write!(
-                formatter,
-                "{}: wrong element type: expected {expected}, file holds {found}",
-                path.display()
-            ),
-            DatasetError::UnexpectedRank {
-                path,
-                expected,
-                found,
-            } => write!(
-                formatter,
-                "{}: wrong number of dimensions: expected {expected}, file has {found}",
-                path.display()
-            ),
-            DatasetError::UnexpectedShape {
-                path,
-                expected,
-                found,
-            } => write!(
-                formatter,
-                "{}: unexpected shape: expected {}, file holds {}",
-                path.display(),
-                shape_text(expected),
-                shape_text(found)
-            ),
-            DatasetError::CountMismatch {
-                images_path,
-                labels_path,
-                images,
-                labels,
-            } => write!(
-                formatter,
-                "{} holds {images} images but {} holds {labels} labels",
-                images_path.display(),
-                labels_path.display()
-            ),
-            DatasetError::LabelOutOfRange {
-                path,
-                index,
-                label,
-                classes,
-            } => write!(
-                formatter,
-                "{}: label {label} at index {index} is not below the number of classes ({classes})",
-                path.display()
-            ),
-            DatasetError::InvalidShape {
-                path,
-                shape,
-                element_count,
-                problem,
-            } => {
-                if let Some(path) = path {
-                    write!(formatter, "{}: ", path.display())?;
-                }
-                write!(
-                    formatter,
-                    "invalid IDX shape {} for {element_count} elements: {problem}",
-                    shape_text(shape)
-                )
-            }
-            DatasetError::NotGzipPath { path } => {
-                write!(formatter, "{}: not a .gz path", path.display())
-            }
-            DatasetError::Gzip { path, .. } => {
-                write!(formatter, "{}: gzip decompression failed", path.display())
-            }
-            DatasetError::ChecksumMismatch {
-                path,
-                expected,
-                actual,
-            } => write!(
-                formatter,
-                "{}: SHA-256 mismatch: expected {expected}, found {actual}",
-                path.display()
-            ),
-            DatasetError::MissingFile { path } => {
-                write!(formatter, "{}: no such file", path.display())
-            }
-            DatasetError::Download { url, .. } => write!(formatter, "{url}: download failed"),
-            DatasetError::DownloadTooLarge { url, limit } => {
-                write!(
-                    formatter,
-                    "{url}: download larger than the limit of {limit} bytes"
-                )
-            }
-            DatasetError::InvalidMirror { mirror } => write!(
-                formatter,
-                "{mirror:?}: not a mirror (expected a folder, file://, http:// or https://)"
-            ),
-            DatasetError::AllMirrorsFailed {
-                file_name,
-                attempts,
-            } => {
-                write!(formatter, "{file_name}: every mirror failed")?;
-                for attempt in attempts {
-                    write!(formatter, "; {}: {}", attempt.mirror, attempt.error)?;
-                    let mut source = std::error::Error::source(&attempt.error);
-                    while let Some(cause) = source {
-                        write!(formatter, ": {cause}")?;
-                        source = cause.source();
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
+/// `"path: "` for a shape error about a file, nothing for one about data in memory.
+fn path_prefix(path: Option<&PathBuf>) -> String {
+    path.map(|path| format!("{}: ", path.display()))
+        .unwrap_or_default()
 }
 
-impl std::error::Error for DatasetError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DatasetError::Io { source, .. } | DatasetError::Gzip { source, .. } => Some(source),
-            DatasetError::Download { source, .. } => Some(source.as_ref()),
-            _ => None,
+/// Each attempt as `"; mirror: error: cause: ..."`: the attempts are not a single `source()`,
+/// so their whole chains are written here.
+fn attempts_text(attempts: &[MirrorAttempt]) -> String {
+    let mut text = String::new();
+    for attempt in attempts {
+        text.push_str(&format!("; {}: {}", attempt.mirror, attempt.error));
+        let mut source = std::error::Error::source(&attempt.error);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
         }
     }
+    text
 }
 
 #[cfg(test)]

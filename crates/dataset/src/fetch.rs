@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::atomic::AtomicFile;
 use crate::catalogue::{CatalogueFile, Family, Split};
-use crate::checksum::{check_catalogue_shape, hex, verify_file};
+use crate::checksum::{check_catalogue_shape, verify_file};
 use crate::error::{DatasetError, MirrorAttempt, Result};
 use crate::gz::{copy_validated_idx, decompress_validated, gz_cache_path};
 
@@ -340,7 +340,7 @@ fn fetch_from_mirror(
         (header, None)
     };
     check_catalogue_shape(&header, &destination_path, entry)?;
-    let sha256 = hex(&hasher.finalize());
+    let sha256 = format!("{:x}", hasher.finalize());
     if let Some(expected) = entry.sha256
         && sha256 != expected
     {

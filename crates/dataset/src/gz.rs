@@ -38,28 +38,34 @@ pub fn gz_cache_path(gz_path: &Path) -> Result<PathBuf> {
     Ok(folder.join(CACHE_FOLDER_NAME).join(stem))
 }
 
-/// Reads until `buffer` is full or the input ends; returns the number of bytes read.
-fn read_up_to(
-    reader: &mut impl Read,
-    buffer: &mut [u8],
-    read_error: &impl Fn(std::io::Error) -> DatasetError,
-) -> Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(read_error(error)),
-        }
+/// A writer that keeps its own failures apart, so that after [`std::io::copy`] a failed write is
+/// reported against the output and a failed read against the input.
+struct WriteFailureKept<'a, W> {
+    writer: &'a mut W,
+    failure: Option<std::io::Error>,
+}
+
+impl<W: Write> Write for WriteFailureKept<'_, W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.writer.write(bytes).map_err(|error| {
+            let kind = error.kind();
+            // `io::copy` retries an interrupted write: only a failure that ends it is kept.
+            if kind != std::io::ErrorKind::Interrupted {
+                self.failure = Some(error);
+            }
+            std::io::Error::from(kind)
+        })
     }
-    Ok(filled)
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
 }
 
 /// Copies an IDX stream from `reader` to `writer`, checking it on the way: the header is parsed
 /// from the first bytes, then exactly the announced number of data bytes is copied and the input
 /// must end there. Nothing is allocated from the header's claims; a stream of any length is
-/// handled in a fixed buffer.
+/// handled in [`std::io::copy`]'s fixed buffer.
 ///
 /// Errors name `path` (the input); `read_error` wraps failures of `reader`, and write failures
 /// are [`DatasetError::Io`] naming `writer_path`.
@@ -71,39 +77,39 @@ pub(crate) fn copy_validated_idx(
     read_error: impl Fn(std::io::Error) -> DatasetError,
 ) -> Result<IdxHeader> {
     let write_error = |error| DatasetError::io(writer_path, error);
-    let mut header_buffer = [0u8; MAXIMUM_HEADER_LENGTH];
-    let mut header_length = read_up_to(&mut reader, &mut header_buffer[..4], &read_error)?;
-    if header_length == 4 {
-        let wanted = 4 + 4 * usize::from(header_buffer[3]);
-        header_length += read_up_to(&mut reader, &mut header_buffer[4..wanted], &read_error)?;
+    let mut header_bytes = Vec::with_capacity(MAXIMUM_HEADER_LENGTH);
+    (&mut reader)
+        .take(4)
+        .read_to_end(&mut header_bytes)
+        .map_err(&read_error)?;
+    if header_bytes.len() == 4 {
+        let dimension_bytes = 4 * u64::from(header_bytes[3]);
+        (&mut reader)
+            .take(dimension_bytes)
+            .read_to_end(&mut header_bytes)
+            .map_err(&read_error)?;
     }
-    let header_bytes = &header_buffer[..header_length];
-    let header = IdxHeader::parse_structure(header_bytes, path, header_length as u64)?;
-    writer.write_all(header_bytes).map_err(write_error)?;
+    let header_length = header_bytes.len() as u64;
+    let header = IdxHeader::parse_structure(&header_bytes, path, header_length)?;
+    writer.write_all(&header_bytes).map_err(write_error)?;
 
-    let mut buffer = vec![0u8; COPY_BUFFER_BYTES];
-    let mut remaining = header.data_length();
-    while remaining > 0 {
-        let wanted = usize::try_from(remaining.min(buffer.len() as u64)).unwrap_or(buffer.len());
-        let count = read_up_to(&mut reader, &mut buffer[..wanted], &read_error)?;
-        if count == 0 {
-            return Err(DatasetError::Truncated {
-                path: path.to_path_buf(),
-                expected: header.file_length(),
-                actual: header.file_length() - remaining,
-            });
-        }
-        writer.write_all(&buffer[..count]).map_err(write_error)?;
-        remaining -= count as u64;
+    let mut kept = WriteFailureKept {
+        writer,
+        failure: None,
+    };
+    let copied = std::io::copy(&mut (&mut reader).take(header.data_length()), &mut kept)
+        .map_err(|error| match kept.failure.take() {
+            Some(failure) => write_error(failure),
+            None => read_error(error),
+        })?;
+    if copied < header.data_length() {
+        return Err(DatasetError::Truncated {
+            path: path.to_path_buf(),
+            expected: header.file_length(),
+            actual: header_length + copied,
+        });
     }
-    let mut trailing: u64 = 0;
-    loop {
-        let count = read_up_to(&mut reader, &mut buffer, &read_error)?;
-        if count == 0 {
-            break;
-        }
-        trailing = trailing.saturating_add(count as u64);
-    }
+    let trailing = std::io::copy(&mut reader, &mut std::io::sink()).map_err(&read_error)?;
     if trailing > 0 {
         return Err(DatasetError::TrailingBytes {
             path: path.to_path_buf(),

@@ -9,9 +9,8 @@ use std::cell::{Cell, RefCell};
 use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use crate::batch::{FilledBatch, assemble_batch};
 use crate::convert::PixelFormat;
@@ -140,7 +139,6 @@ pub(crate) struct WorkerContext {
     pool: Arc<BufferPool>,
     stop: Arc<AtomicBool>,
     sender: SyncSender<WorkerMessage>,
-    waiting: Waiting,
 }
 
 impl WorkerContext {
@@ -174,7 +172,7 @@ impl WorkerContext {
                 }),
             };
             let failed = message.is_err();
-            if self.waiting.send(&self.sender, message).is_err() || failed {
+            if self.sender.send(message).is_err() || failed {
                 break;
             }
             batch += self.workers;
@@ -192,108 +190,8 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// How a thread waits on a worker's queue (full, for a worker; empty, for the consumer) before
-/// it goes to sleep.
-///
-/// A batch takes some microseconds to make, about what it costs to put a sleeping thread back
-/// on a CPU, so sleeping at once would make every hand-over cost as much as a batch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Waiting {
-    /// Every thread of the epoch has a CPU of its own: spin (for at most
-    /// [`SPIN_BEFORE_SLEEPING`]), which keeps the CPU; yielding it on a busy machine would hand
-    /// it to another process for a whole time slice.
-    Spin,
-    /// More threads than CPUs: yield the CPU a few times ([`YIELDS_BEFORE_SLEEPING`]), which
-    /// lets the epoch's other threads run; spinning would keep them off the CPU they wait for.
-    Yield,
-}
-
-/// How long a thread spins before sleeping, with [`Waiting::Spin`].
-const SPIN_BEFORE_SLEEPING: Duration = Duration::from_micros(50);
-
-/// How many times a thread yields before sleeping, with [`Waiting::Yield`].
-const YIELDS_BEFORE_SLEEPING: u32 = 64;
-
-impl Waiting {
-    /// The way to wait for an epoch of `threads` threads (its workers and its consumer).
-    pub(crate) fn for_threads(threads: usize) -> Self {
-        static CPUS: OnceLock<usize> = OnceLock::new();
-        let cpus = *CPUS.get_or_init(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        });
-        if threads <= cpus {
-            Waiting::Spin
-        } else {
-            Waiting::Yield
-        }
-    }
-
-    /// Tries `attempt` until it gives a result, for a while; `None` when it is time to sleep.
-    fn retry<T>(self, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
-        match self {
-            Waiting::Spin => {
-                let started = Instant::now();
-                loop {
-                    if let Some(outcome) = attempt() {
-                        return Some(outcome);
-                    }
-                    if started.elapsed() > SPIN_BEFORE_SLEEPING {
-                        return None;
-                    }
-                    for _ in 0..32 {
-                        std::hint::spin_loop();
-                    }
-                }
-            }
-            Waiting::Yield => {
-                for _ in 0..YIELDS_BEFORE_SLEEPING {
-                    if let Some(outcome) = attempt() {
-                        return Some(outcome);
-                    }
-                    std::thread::yield_now();
-                }
-                attempt()
-            }
-        }
-    }
-
-    /// Puts a message in a worker's queue, waiting a while before sleeping on a full queue;
-    /// `Err` when the consumer is gone.
-    fn send(self, sender: &SyncSender<WorkerMessage>, message: WorkerMessage) -> Result<(), ()> {
-        let mut message = Some(message);
-        let sent = self.retry(|| match sender.try_send(message.take()?) {
-            Ok(()) => Some(Ok(())),
-            Err(TrySendError::Full(returned)) => {
-                message = Some(returned);
-                None
-            }
-            Err(TrySendError::Disconnected(_)) => Some(Err(())),
-        });
-        match (sent, message) {
-            (Some(outcome), _) => outcome,
-            (None, Some(message)) => sender.send(message).map_err(|_| ()),
-            (None, None) => Err(()),
-        }
-    }
-
-    /// Takes the next message from a worker's queue, waiting a while before sleeping on an
-    /// empty queue; `None` when the worker is gone without a word.
-    fn receive(self, receiver: &Receiver<WorkerMessage>) -> Option<WorkerMessage> {
-        let received = self.retry(|| match receiver.try_recv() {
-            Ok(message) => Some(Some(message)),
-            Err(TryRecvError::Disconnected) => Some(None),
-            Err(TryRecvError::Empty) => None,
-        });
-        match received {
-            Some(outcome) => outcome,
-            None => receiver.recv().ok(),
-        }
-    }
-}
-
 struct Workers<H: JoinWorker> {
     receivers: Vec<Receiver<WorkerMessage>>,
-    waiting: Waiting,
     handles: Vec<H>,
     stop: Arc<AtomicBool>,
     _queue_slots: Tracked<()>,
@@ -351,10 +249,8 @@ impl<H: JoinWorker> EpochCore<H> {
         // one more meanwhile).
         let slots = prefetch;
         let stop = Arc::new(AtomicBool::new(false));
-        let waiting = Waiting::for_threads(num_workers + 1);
         let mut workers = Workers {
             receivers: Vec::with_capacity(num_workers),
-            waiting,
             handles: Vec::with_capacity(num_workers),
             stop: Arc::clone(&stop),
             _queue_slots: Tracked::with_bytes(
@@ -373,7 +269,6 @@ impl<H: JoinWorker> EpochCore<H> {
                 pool: Arc::clone(&pool),
                 stop: Arc::clone(&stop),
                 sender,
-                waiting,
             };
             match spawn(context) {
                 Ok(handle) => {
@@ -420,9 +315,10 @@ impl<H: JoinWorker> EpochCore<H> {
             ),
             Some(workers) => {
                 let worker = batch % workers.receivers.len();
-                workers
-                    .waiting
-                    .receive(&workers.receivers[worker])
+                // std's channel spins briefly before it sleeps: a batch ready within
+                // microseconds is handed over without a wake-up.
+                workers.receivers[worker]
+                    .recv()
                     .unwrap_or(Err(LoaderError::WorkerVanished { worker }))
             }
         };
@@ -477,7 +373,6 @@ impl<H: JoinWorker> EpochCore<H> {
         if let Some(workers) = self.workers.take() {
             let Workers {
                 receivers,
-                waiting: _,
                 handles,
                 stop,
                 _queue_slots,

@@ -1,7 +1,5 @@
 //! The crate's one error type.
 
-use std::fmt;
-
 /// A boxed error from a data source the loader does not know (for example a Burn
 /// [`Dataset`](burn::data::dataset::Dataset) whose `get` failed).
 pub type BoxedSourceError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -12,18 +10,24 @@ pub type BoxedSourceError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// constructors) before any batch is made; failures while reading samples, a worker thread that
 /// panicked, or a resume state that does not fit are reported as an `Err` item of the epoch's
 /// iterator, after which that epoch yields nothing more.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoaderError {
     /// `batch_size` is 0.
+    #[error("the batch size must be at least 1")]
     ZeroBatchSize,
     /// `prefetch` is 0 while `num_workers` is not (each worker needs room for one batch).
+    #[error("prefetch must be at least 1 when there are workers ({num_workers} configured)")]
     ZeroPrefetch {
         /// The configured number of workers.
         num_workers: usize,
     },
     /// The normalization's standard deviation is not a positive finite number, or its mean is not
     /// finite.
+    #[error(
+        "invalid normalization: mean {mean} must be finite and standard deviation \
+         {standard_deviation} positive and finite"
+    )]
     InvalidNormalization {
         /// The configured mean.
         mean: f32,
@@ -31,6 +35,7 @@ pub enum LoaderError {
         standard_deviation: f32,
     },
     /// The source's images have no pixels (a height or a width of 0).
+    #[error("the source's images have no pixels ({height} x {width})")]
     EmptyImages {
         /// The image height.
         height: usize,
@@ -38,6 +43,7 @@ pub enum LoaderError {
         width: usize,
     },
     /// A batch of this size would hold more elements than a `usize` can count.
+    #[error("a batch of {batch_size} images of {pixels_per_image} pixels is too large")]
     BatchTooLarge {
         /// The configured batch size.
         batch_size: usize,
@@ -45,8 +51,10 @@ pub enum LoaderError {
         pixels_per_image: usize,
     },
     /// A distributed sampler was given `world_size == 0`.
+    #[error("a distributed sampler needs a world size of at least 1")]
     ZeroWorldSize,
     /// A distributed sampler's `rank` is not below its `world_size`.
+    #[error("rank {rank} is out of range for a world size of {world_size}")]
     RankOutOfRange {
         /// The configured rank.
         rank: usize,
@@ -54,6 +62,10 @@ pub enum LoaderError {
         world_size: usize,
     },
     /// A subset sampler names an index that is not below the number of samples it may use.
+    #[error(
+        "subset index {index} (at position {position}) is out of range for a source of \
+         {source_len} samples"
+    )]
     SubsetIndexOutOfRange {
         /// Position of the offending index in the subset.
         position: usize,
@@ -63,6 +75,7 @@ pub enum LoaderError {
         source_len: usize,
     },
     /// A weight of a weighted random sampler is negative, infinite or NaN.
+    #[error("weight {weight} of sample {index} is not a finite non-negative number")]
     InvalidWeight {
         /// Position of the weight (the sample index it weighs).
         index: usize,
@@ -70,11 +83,16 @@ pub enum LoaderError {
         weight: f64,
     },
     /// Every weight of a weighted random sampler is 0 but samples were requested.
+    #[error("all {weights} sampling weights are zero")]
     AllWeightsZero {
         /// The number of weights.
         weights: usize,
     },
     /// Sampling without replacement was asked for more samples than there are positive weights.
+    #[error(
+        "cannot draw {requested} samples without replacement from {positive_weights} \
+         positive weights"
+    )]
     NotEnoughWeightsWithoutReplacement {
         /// The number of samples requested per epoch.
         requested: usize,
@@ -82,6 +100,10 @@ pub enum LoaderError {
         positive_weights: usize,
     },
     /// The sampler produces indices up to `index_bound` (exclusive) but the source is shorter.
+    #[error(
+        "the sampler draws indices below {index_bound} but the source has only \
+         {source_len} samples"
+    )]
     SamplerOutOfRange {
         /// One past the largest index the sampler may produce.
         index_bound: usize,
@@ -90,6 +112,7 @@ pub enum LoaderError {
     },
     /// A sample's image was not written in full, or has a different size than the source's
     /// image shape announces.
+    #[error("sample {index} has {actual} pixels where the source announces {expected}")]
     SampleSizeMismatch {
         /// The sample index.
         index: usize,
@@ -99,6 +122,7 @@ pub enum LoaderError {
         actual: usize,
     },
     /// Reading sample `index` from the source failed.
+    #[error("reading sample {index} from the source failed")]
     Source {
         /// The sample index.
         index: usize,
@@ -106,6 +130,7 @@ pub enum LoaderError {
         source: BoxedSourceError,
     },
     /// A worker thread could not be started.
+    #[error("could not start loader worker {worker}")]
     SpawnWorker {
         /// The worker's number.
         worker: usize,
@@ -113,6 +138,7 @@ pub enum LoaderError {
         source: std::io::Error,
     },
     /// A worker thread panicked while making a batch; the epoch stopped.
+    #[error("loader worker {worker} panicked while making batch {batch}: {message}")]
     WorkerPanicked {
         /// The worker's number.
         worker: usize,
@@ -122,11 +148,16 @@ pub enum LoaderError {
         message: String,
     },
     /// A worker thread ended without delivering its next batch or an error.
+    #[error("loader worker {worker} stopped without delivering its next batch")]
     WorkerVanished {
         /// The worker's number.
         worker: usize,
     },
     /// A resume state was made with another seed than the loader's.
+    #[error(
+        "the resume state was made with seed {state_seed} but the loader uses seed \
+         {loader_seed}"
+    )]
     StateSeedMismatch {
         /// The seed stored in the state.
         state_seed: u64,
@@ -134,6 +165,10 @@ pub enum LoaderError {
         loader_seed: u64,
     },
     /// A resume state's position is past the end of its epoch.
+    #[error(
+        "the resume state's position {position} is past the end of an epoch of \
+         {epoch_len} samples"
+    )]
     StatePositionOutOfRange {
         /// The position stored in the state (samples of the epoch already delivered).
         position: u64,
@@ -142,154 +177,22 @@ pub enum LoaderError {
     },
     /// A batch was asked for tensors of a rank other than 2 (`[B, H*W]`), 3 (`[B, H, W]`) or
     /// 4 (`[B, 1, H, W]`).
+    #[error(
+        "image tensors of rank {rank} are not supported (use 2: [B, H*W], 3: [B, H, W] \
+         or 4: [B, 1, H, W])"
+    )]
     UnsupportedTensorRank {
         /// The rank asked for.
         rank: usize,
     },
     /// Float tensors were asked of a raw `u8` batch, or raw tensors of a float batch.
+    #[error("{requested} tensors were asked of a loader configured for {configured} pixels")]
     PixelFormatMismatch {
         /// What was asked for.
         requested: &'static str,
         /// What the loader was configured to produce.
         configured: &'static str,
     },
-}
-
-impl fmt::Display for LoaderError {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoaderError::ZeroBatchSize => write!(formatter, "the batch size must be at least 1"),
-            LoaderError::ZeroPrefetch { num_workers } => write!(
-                formatter,
-                "prefetch must be at least 1 when there are workers ({num_workers} configured)"
-            ),
-            LoaderError::InvalidNormalization {
-                mean,
-                standard_deviation,
-            } => write!(
-                formatter,
-                "invalid normalization: mean {mean} must be finite and standard deviation \
-                 {standard_deviation} positive and finite"
-            ),
-            LoaderError::EmptyImages { height, width } => write!(
-                formatter,
-                "the source's images have no pixels ({height} x {width})"
-            ),
-            LoaderError::BatchTooLarge {
-                batch_size,
-                pixels_per_image,
-            } => write!(
-                formatter,
-                "a batch of {batch_size} images of {pixels_per_image} pixels is too large"
-            ),
-            LoaderError::ZeroWorldSize => {
-                write!(
-                    formatter,
-                    "a distributed sampler needs a world size of at least 1"
-                )
-            }
-            LoaderError::RankOutOfRange { rank, world_size } => write!(
-                formatter,
-                "rank {rank} is out of range for a world size of {world_size}"
-            ),
-            LoaderError::SubsetIndexOutOfRange {
-                position,
-                index,
-                source_len,
-            } => write!(
-                formatter,
-                "subset index {index} (at position {position}) is out of range for a source of \
-                 {source_len} samples"
-            ),
-            LoaderError::InvalidWeight { index, weight } => write!(
-                formatter,
-                "weight {weight} of sample {index} is not a finite non-negative number"
-            ),
-            LoaderError::AllWeightsZero { weights } => {
-                write!(formatter, "all {weights} sampling weights are zero")
-            }
-            LoaderError::NotEnoughWeightsWithoutReplacement {
-                requested,
-                positive_weights,
-            } => write!(
-                formatter,
-                "cannot draw {requested} samples without replacement from {positive_weights} \
-                 positive weights"
-            ),
-            LoaderError::SamplerOutOfRange {
-                index_bound,
-                source_len,
-            } => write!(
-                formatter,
-                "the sampler draws indices below {index_bound} but the source has only \
-                 {source_len} samples"
-            ),
-            LoaderError::SampleSizeMismatch {
-                index,
-                expected,
-                actual,
-            } => write!(
-                formatter,
-                "sample {index} has {actual} pixels where the source announces {expected}"
-            ),
-            LoaderError::Source { index, .. } => {
-                write!(formatter, "reading sample {index} from the source failed")
-            }
-            LoaderError::SpawnWorker { worker, .. } => {
-                write!(formatter, "could not start loader worker {worker}")
-            }
-            LoaderError::WorkerPanicked {
-                worker,
-                batch,
-                message,
-            } => write!(
-                formatter,
-                "loader worker {worker} panicked while making batch {batch}: {message}"
-            ),
-            LoaderError::WorkerVanished { worker } => write!(
-                formatter,
-                "loader worker {worker} stopped without delivering its next batch"
-            ),
-            LoaderError::StateSeedMismatch {
-                state_seed,
-                loader_seed,
-            } => write!(
-                formatter,
-                "the resume state was made with seed {state_seed} but the loader uses seed \
-                 {loader_seed}"
-            ),
-            LoaderError::StatePositionOutOfRange {
-                position,
-                epoch_len,
-            } => write!(
-                formatter,
-                "the resume state's position {position} is past the end of an epoch of \
-                 {epoch_len} samples"
-            ),
-            LoaderError::UnsupportedTensorRank { rank } => write!(
-                formatter,
-                "image tensors of rank {rank} are not supported (use 2: [B, H*W], 3: [B, H, W] \
-                 or 4: [B, 1, H, W])"
-            ),
-            LoaderError::PixelFormatMismatch {
-                requested,
-                configured,
-            } => write!(
-                formatter,
-                "{requested} tensors were asked of a loader configured for {configured} pixels"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LoaderError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LoaderError::Source { source, .. } => Some(source.as_ref()),
-            LoaderError::SpawnWorker { source, .. } => Some(source),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,17 +1,12 @@
-//! A small, fixed pseudo-random generator (xoshiro256++ seeded through SplitMix64).
+//! The loader's pseudo-random generator: xoshiro256++ seeded through SplitMix64, both from
+//! `rand_xoshiro`.
 //!
-//! The loader owns its generator rather than borrowing `rand`'s so that the permutation of an
-//! epoch depends only on `(seed, epoch)` and this file: upgrading a dependency can never change
-//! which batches a resumed run sees.
+//! The permutation of an epoch depends only on `(seed, epoch)`: a unit test pins the stream
+//! against values drawn before the generators came from `rand_xoshiro`, so that an upgrade that
+//! changed which batches a resumed run sees would fail it.
 
-/// One step of SplitMix64: advances `state` and returns a well-mixed 64-bit value.
-fn split_mix_64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut mixed = *state;
-    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    mixed ^ (mixed >> 31)
-}
+use rand_xoshiro::rand_core::{Rng, SeedableRng};
+use rand_xoshiro::{SplitMix64, Xoshiro256PlusPlus};
 
 /// Which use a generator is for, so that two samplers given the same seed and epoch do not
 /// draw the same stream.
@@ -24,40 +19,33 @@ pub(crate) enum Stream {
     Distributed = 5,
 }
 
-/// xoshiro256++ (Blackman and Vigna), a fast generator with a 256-bit state.
+/// xoshiro256++ (Blackman and Vigna), a fast generator with a 256-bit state, with the bounded
+/// draws the samplers need.
 #[derive(Clone, Debug)]
 pub(crate) struct EpochRng {
-    state: [u64; 4],
+    generator: Xoshiro256PlusPlus,
 }
 
 impl EpochRng {
     /// The generator for `epoch` of a run seeded with `seed`, for the use `stream`.
     pub(crate) fn new(seed: u64, epoch: u64, stream: Stream) -> Self {
-        let mut mixer = seed;
-        let seed_word = split_mix_64(&mut mixer);
-        let mut mixer = epoch ^ 0xD1B5_4A32_D192_ED03;
-        let epoch_word = split_mix_64(&mut mixer);
-        let mut state_seed = seed_word ^ epoch_word.rotate_left(17) ^ (stream as u64);
-        let mut state = [0u64; 4];
-        for word in &mut state {
-            *word = split_mix_64(&mut state_seed);
+        let seed_word = SplitMix64::seed_from_u64(seed).next_u64();
+        let epoch_word = SplitMix64::seed_from_u64(epoch ^ 0xD1B5_4A32_D192_ED03).next_u64();
+        let mut state_words =
+            SplitMix64::seed_from_u64(seed_word ^ epoch_word.rotate_left(17) ^ (stream as u64));
+        let mut state = [0u8; 32];
+        for word in state.chunks_exact_mut(8) {
+            word.copy_from_slice(&state_words.next_u64().to_le_bytes());
         }
         // SplitMix64 output is a bijection of its counter, so four consecutive outputs are never
-        // all zero (the one forbidden xoshiro state).
-        Self { state }
+        // all zero (the one forbidden xoshiro state, which `from_seed` would replace).
+        Self {
+            generator: Xoshiro256PlusPlus::from_seed(state),
+        }
     }
 
     pub(crate) fn next_u64(&mut self) -> u64 {
-        let [s0, s1, s2, s3] = &mut self.state;
-        let result = s0.wrapping_add(*s3).rotate_left(23).wrapping_add(*s0);
-        let t = *s1 << 17;
-        *s2 ^= *s0;
-        *s3 ^= *s1;
-        *s1 ^= *s2;
-        *s0 ^= *s3;
-        *s2 ^= t;
-        *s3 = s3.rotate_left(45);
-        result
+        self.generator.next_u64()
     }
 
     /// A uniform integer in `0..bound` (Lemire's nearly divisionless method, unbiased).
@@ -156,5 +144,33 @@ mod tests {
         assert_ne!(values, (0..1000).collect::<Vec<_>>());
         values.sort_unstable();
         assert_eq!(values, (0..1000).collect::<Vec<_>>());
+    }
+
+    /// Values drawn by the hand-written xoshiro256++ and SplitMix64 this file held before it
+    /// used `rand_xoshiro`: a resumed run (and every recorded run) sees the same batches only
+    /// if these never change.
+    #[test]
+    fn streams_are_those_of_the_original_generator() {
+        let mut rng = EpochRng::new(42, 3, Stream::Shuffle);
+        let words: Vec<u64> = (0..4).map(|_| rng.next_u64()).collect();
+        assert_eq!(
+            words,
+            [
+                2_555_264_139_270_342_586,
+                2_104_572_911_839_114_385,
+                14_679_998_654_153_878_584,
+                17_381_605_412_282_607_148
+            ]
+        );
+        let mut rng = EpochRng::new(7, 0, Stream::Subset);
+        let drawn: Vec<usize> = (0..8).map(|_| rng.below(10)).collect();
+        assert_eq!(drawn, [8, 0, 2, 1, 2, 9, 7, 2]);
+        let mut rng = EpochRng::new(1, 2, Stream::Shuffle);
+        let mut values: Vec<usize> = (0..10).collect();
+        rng.shuffle(&mut values);
+        assert_eq!(values, [0, 8, 3, 5, 6, 4, 2, 7, 1, 9]);
+        let mut rng = EpochRng::new(9, 9, Stream::WeightedWithReplacement);
+        assert_eq!(rng.unit_f64(), 0.8474310180606185);
+        assert_eq!(rng.unit_f64(), 0.05323683511382815);
     }
 }

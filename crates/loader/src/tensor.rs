@@ -78,8 +78,9 @@ pub(crate) fn lend_pixels<const D: usize>(
         pixels: Some(pixels),
         pool,
     };
-    // SAFETY: the controller's memory starts with the buffer's `len` elements, which a `Vec`
-    // guarantees are initialized: `initialized_bytes` bytes.
+    // SAFETY: `Bytes::from_controller` requires `len` to be the number of bytes initialized in
+    // the controller: its memory starts with the buffer's `len` elements, which a `Vec`
+    // guarantees are initialized, `initialized_bytes` bytes.
     let bytes = unsafe { Bytes::from_controller(Box::new(controller), initialized_bytes) };
     TensorData::from_bytes(bytes, dims, dtype)
 }
@@ -92,20 +93,42 @@ pub(crate) fn lend_pixels<const D: usize>(
 /// buffer's allocation (its whole capacity, as possibly uninitialized bytes, of which the first
 /// `len` elements are initialized); `alloc_align` is the element alignment the buffer was
 /// allocated with by the global allocator; `try_detach` gives that allocation away for good
-/// (nothing here frees or reuses it afterwards).
+/// (nothing here frees or reuses it afterwards). It is also `Send + Sync` (asserted below):
+/// Burn's `Bytes` is `Send + Sync` on the understanding that its controller is.
 struct PooledAllocation {
     /// `None` once detached.
     pixels: Option<Tracked<Pixels>>,
     pool: Arc<BufferPool>,
 }
 
+// `Bytes` declares itself `Send + Sync` whatever controller it boxes: a pooled buffer may be
+// sent to another thread inside a tensor only because `PooledAllocation` is both.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<PooledAllocation>();
+};
+
 impl PooledAllocation {
+    /// The buffer's allocation: its start and its capacity in bytes.
     fn raw_parts(&self) -> (*const u8, usize) {
         match self.pixels.as_ref().map(Tracked::get) {
             Some(Pixels::F32(values)) => {
                 (values.as_ptr().cast(), values.capacity() * size_of::<f32>())
             }
             Some(Pixels::U8(values)) => (values.as_ptr(), values.capacity()),
+            None => (NonNull::<u8>::dangling().as_ptr(), 0),
+        }
+    }
+
+    /// [`Self::raw_parts`] from a unique borrow, so that the bytes may be written through the
+    /// pointer.
+    fn raw_parts_mut(&mut self) -> (*mut u8, usize) {
+        match self.pixels.as_mut().map(Tracked::get_mut) {
+            Some(Pixels::F32(values)) => (
+                values.as_mut_ptr().cast(),
+                values.capacity() * size_of::<f32>(),
+            ),
+            Some(Pixels::U8(values)) => (values.as_mut_ptr(), values.capacity()),
             None => (NonNull::<u8>::dangling().as_ptr(), 0),
         }
     }
@@ -128,20 +151,26 @@ impl AllocationController for PooledAllocation {
         &mut self,
         _policy: AccessPolicy,
     ) -> Result<&mut [MaybeUninit<u8>], AccessError> {
-        let (pointer, length) = self.raw_parts();
-        // SAFETY: `pointer` is valid for `length` bytes (the buffer's capacity) and uniquely
-        // owned through `&mut self`; any byte pattern is a valid `MaybeUninit<u8>`. The caller
-        // promises to write only initialized bytes.
-        Ok(unsafe { std::slice::from_raw_parts_mut(pointer.cast_mut().cast(), length) })
+        let (pointer, length) = self.raw_parts_mut();
+        // SAFETY: `pointer` comes from `Vec::as_mut_ptr` on the buffer borrowed uniquely through
+        // `&mut self`, so it is valid for reads and writes of `length` bytes (the capacity) and
+        // nothing else reaches them while the returned slice (which borrows `self`) lives. Any
+        // byte pattern is a valid `MaybeUninit<u8>`. The trait's caller promises to write only
+        // initialized bytes, so the `len` initialized elements stay initialized.
+        Ok(unsafe { std::slice::from_raw_parts_mut(pointer.cast(), length) })
     }
 
     fn memory(&self, _policy: AccessPolicy) -> Result<&[MaybeUninit<u8>], AccessError> {
         let (pointer, length) = self.raw_parts();
-        // SAFETY: `pointer` is valid for reads of `length` bytes for as long as `self` is
-        // borrowed; any byte pattern is a valid `MaybeUninit<u8>`.
+        // SAFETY: `pointer` is the start of the buffer's allocation, valid for reads of `length`
+        // bytes (its capacity) for as long as `self` is borrowed, and nothing writes to it
+        // meanwhile (writes need `&mut self`); any byte pattern is a valid `MaybeUninit<u8>`.
         Ok(unsafe { std::slice::from_raw_parts(pointer.cast(), length) })
     }
 
+    /// `Bytes::try_into_vec` rebuilds a `Vec` from this pointer with `alloc_align` and the
+    /// capacity of `memory`, which are the buffer's own (checked there); the buffer leaves the
+    /// pool and its accounting, and its new owner frees it.
     fn try_detach(&mut self) -> Option<NonNull<u8>> {
         let pixels = self.pixels.take()?.into_untracked();
         let pointer = match pixels {
@@ -163,5 +192,83 @@ impl Drop for PooledAllocation {
         if let Some(pixels) = self.pixels.take() {
             self.pool.give_back_pixels(pixels);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::PixelFormat;
+    use crate::pool::MemoryAccounting;
+
+    /// A pool of float buffers of 6 pixels, and one buffer of it holding `values`.
+    fn pool_and_buffer(values: &[f32]) -> (Arc<MemoryAccounting>, Arc<BufferPool>, Tracked<Pixels>) {
+        let accounting = Arc::new(MemoryAccounting::default());
+        let pool = Arc::new(BufferPool::new(
+            Arc::clone(&accounting),
+            PixelFormat::UnitF32,
+            2,
+            3,
+        ));
+        let mut pixels = pool.take_pixels();
+        match pixels.get_mut() {
+            Pixels::F32(buffer) => buffer.extend_from_slice(values),
+            Pixels::U8(_) => panic!("a float pool gives float buffers"),
+        }
+        (accounting, pool, pixels)
+    }
+
+    fn address(pixels: &Tracked<Pixels>) -> usize {
+        match pixels.get() {
+            Pixels::F32(values) => values.as_ptr() as usize,
+            Pixels::U8(values) => values.as_ptr() as usize,
+        }
+    }
+
+    #[test]
+    fn a_lent_buffer_reads_and_writes_in_place_and_returns_to_the_pool_when_dropped() {
+        let (accounting, pool, pixels) = pool_and_buffer(&[0.5, 1.5, 2.5, 3.5]);
+        let lent_address = address(&pixels);
+        let mut data = lend_pixels(pixels, Arc::clone(&pool), [2, 2]);
+        assert_eq!(data.as_slice::<f32>().unwrap(), &[0.5, 1.5, 2.5, 3.5]);
+        // Writing goes through `memory_mut`, into the pooled buffer itself.
+        data.as_mut_slice::<f32>().unwrap()[1] = 9.0;
+        assert_eq!(data.as_slice::<f32>().unwrap(), &[0.5, 9.0, 2.5, 3.5]);
+        assert_eq!(data.bytes().as_ptr() as usize, lent_address);
+        // Lent, the buffer still counts: 6 floats of capacity.
+        assert_eq!(accounting.report().buffer_bytes, 6 * 4);
+        drop(data);
+        assert_eq!(accounting.report().buffer_bytes, 6 * 4);
+        let again = pool.take_pixels();
+        assert_eq!(address(&again), lent_address, "the pool got the buffer back");
+        match again.get() {
+            Pixels::F32(values) => assert_eq!(values, &[0.5, 9.0, 2.5, 3.5]),
+            Pixels::U8(_) => unreachable!(),
+        }
+        pool.close();
+        drop(again);
+        assert_eq!(accounting.report().current_bytes, 0);
+    }
+
+    #[test]
+    fn a_detached_buffer_leaves_the_pool_without_a_copy() {
+        let (accounting, pool, pixels) = pool_and_buffer(&[1.0, 2.0, 3.0, 4.0]);
+        let lent_address = address(&pixels);
+        let data = lend_pixels(pixels, Arc::clone(&pool), [4]);
+        let values = data
+            .into_bytes()
+            .try_into_vec::<f32>()
+            .unwrap_or_else(|_| panic!("a pooled float buffer detaches as a Vec<f32>"));
+        assert_eq!(values, [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(values.capacity(), 6);
+        assert_eq!(values.as_ptr() as usize, lent_address, "detached, not copied");
+        // The buffer left the loader's accounting and its pool: the Vec owns it now.
+        assert_eq!(accounting.report().current_bytes, 0);
+        let fresh = pool.take_pixels();
+        assert_ne!(address(&fresh), lent_address);
+        drop(values);
+        drop(fresh);
+        pool.close();
+        assert_eq!(accounting.report().current_bytes, 0);
     }
 }

@@ -1,10 +1,9 @@
-use std::fmt;
-
 /// Everything that can go wrong in `reclaim-model`.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelError {
     /// Serializing the weights into the given format failed.
+    #[error("cannot save the weights as {format}: {message}")]
     SaveWeights {
         /// The format that was asked for.
         format: crate::WeightFormat,
@@ -12,6 +11,7 @@ pub enum ModelError {
         message: String,
     },
     /// The bytes could not be read as weights of the given format, or did not fit the model.
+    #[error("cannot load {format} weights: {message}")]
     LoadWeights {
         /// The format that was asked for.
         format: crate::WeightFormat,
@@ -19,18 +19,3 @@ pub enum ModelError {
         message: String,
     },
 }
-
-impl fmt::Display for ModelError {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ModelError::SaveWeights { format, message } => {
-                write!(formatter, "cannot save the weights as {format}: {message}")
-            }
-            ModelError::LoadWeights { format, message } => {
-                write!(formatter, "cannot load {format} weights: {message}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ModelError {}
