@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use reclaim_dataset::write_file_atomically;
 use reclaim_train::{
-    BackendChoice, Bar, BarChart, PlotPaths, ProgressDisplay, TrainConfig, TrainRun,
-    draw_bar_charts, format_bytes, write_file_atomically,
+    BackendChoice, Bar, BarChart, PlotPaths, ProgressDisplay, ReleaseStage, TrainConfig, TrainRun,
+    draw_bar_charts, format_bytes,
 };
 
 /// Arguments of `reclaim bench train`.
@@ -61,7 +62,7 @@ enum Outcome {
 impl Measurement {
     fn from_run(run: &TrainRun, steps: usize) -> Option<Self> {
         let epoch = run.epochs.last()?;
-        let trained = run.release.memory_at("trained");
+        let trained = run.release.memory_at(ReleaseStage::Trained);
         let baseline_heap = run
             .release
             .baseline()

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use reclaim_train::{EpochMetrics, ReleaseReport, epoch_table, read_json_lines, run_files};
+use reclaim_train::{EpochMetrics, ReleaseReport, RunFile, epoch_table, read_json_lines};
 
 /// Arguments of `reclaim report`.
 #[derive(Debug, clap::Args)]
@@ -22,12 +22,12 @@ pub fn run(arguments: ReportArguments) -> anyhow::Result<()> {
         folder.display()
     );
     let figures = reclaim_train::draw_run_plots(folder)?;
-    let epochs: Vec<EpochMetrics> = read_json_lines(folder.join(run_files::EPOCH_METRICS))?;
+    let epochs: Vec<EpochMetrics> = read_json_lines(RunFile::EpochMetrics.path_in(folder))?;
     print!("{}", epoch_table(&epochs));
     if let Some(release) = ReleaseReport::read_from(folder)? {
         println!(
             "\nrelease ({}):",
-            folder.join(run_files::RELEASE_TABLE).display()
+            RunFile::ReleaseTable.path_in(folder).display()
         );
         print!("{}", release.to_markdown());
     }
