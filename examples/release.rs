@@ -16,7 +16,7 @@ use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::loader::{Loader, LoaderConfig, PixelFormat, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
 use reclaim::model::{SimpleNn, SimpleNnConfig};
-use reclaim::train::{BackendChoice, ReleaseReport};
+use reclaim::train::{BackendChoice, ReleaseReport, ReleaseStage};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -31,7 +31,7 @@ fn main() -> anyhow::Result<()> {
     let data_folder = default_data_folder(None, Family::Mnist).canonicalize()?;
     let measure = || MemorySnapshot::take_under(Some(&device), &data_folder);
     let mut report = ReleaseReport::with_capacity(8);
-    report.record("0. before loading", measure());
+    report.record(ReleaseStage::BeforeLoading, measure());
 
     // The model lives longest: it is created first and dropped last.
     let model = SimpleNnConfig::new().init(&training_device);
@@ -40,7 +40,10 @@ fn main() -> anyhow::Result<()> {
     // SAFETY: nothing modifies the vendored MNIST files (or their decompressed cache) while
     // this program maps them.
     let dataset = unsafe { ImageDataset::open_mapped(&data_folder, Split::Train)? };
-    report.record("1. dataset opened (mapped)", measure());
+    println!(
+        "dataset opened: {} bytes of its files mapped, none copied",
+        dataset.mapped_bytes()
+    );
 
     let model = std::thread::scope(|scope| -> anyhow::Result<SimpleNn> {
         let mut model = model;
@@ -59,26 +62,26 @@ fn main() -> anyhow::Result<()> {
             let gradients = GradientsParams::from_grads(loss.backward(), &model);
             model = optimizer.step(0.01, model, gradients);
         }
-        report.record("2. one epoch trained", measure());
+        report.record(ReleaseStage::Trained, measure());
         Ok(model)
         // `del train_loader`: the epoch, its worker threads and the loader end with this scope.
         // Keeping a batch, the epoch or the loader past this line does not compile.
     })?;
-    report.record("3. loader scope ended", measure());
+    report.record(ReleaseStage::LoaderScopeEnded, measure());
 
     // `del train_dataset`: the mapping disappears from /proc/self/maps.
     drop(dataset);
-    report.record("4. dataset dropped", measure());
+    report.record(ReleaseStage::DatasetDropped, measure());
 
     // `torch.cuda.empty_cache()`: hand the device pool's free pages back.
     drop(optimizer);
     device.memory_cleanup();
-    report.record("5. device memory cleaned up", measure());
+    report.record(ReleaseStage::DeviceMemoryCleanedUp, measure());
 
     // `del model`.
     drop(model);
     device.memory_cleanup();
-    report.record("6. model dropped", measure());
+    report.record(ReleaseStage::ModelDropped, measure());
 
     print!("{}", report.to_markdown());
     if let Some(left_over) = report.heap_bytes_left_over() {

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use indicatif::HumanBytes;
+use reclaim_dataset::write_file_atomically;
 use reclaim_report::{Bar, BarChart, PlotPaths, draw_bar_charts};
-use reclaim_train::{BackendChoice, ProgressDisplay, TrainConfig, TrainRun, write_file_atomically};
+use reclaim_train::{BackendChoice, ProgressDisplay, ReleaseStage, TrainConfig, TrainRun};
 
 /// Arguments of `reclaim bench train`.
 #[derive(Debug, clap::Args)]
@@ -60,7 +61,7 @@ enum Outcome {
 impl Measurement {
     fn from_run(run: &TrainRun, steps: usize) -> Option<Self> {
         let epoch = run.epochs.last()?;
-        let trained = run.release.memory_at("trained");
+        let trained = run.release.memory_at(ReleaseStage::Trained);
         let baseline_heap = run
             .release
             .baseline()

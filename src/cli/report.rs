@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use reclaim_report::{RunRecords, draw_run_records, epoch_table};
-use reclaim_train::{ReleaseReport, run_files};
+use reclaim_train::ReleaseReport;
 
 /// Arguments of `reclaim report`.
 #[derive(Debug, clap::Args)]
@@ -28,7 +28,7 @@ pub fn run(arguments: ReportArguments) -> anyhow::Result<()> {
     if let Some(release) = ReleaseReport::read_from(folder)? {
         println!(
             "\nrelease ({}):",
-            folder.join(run_files::RELEASE_TABLE).display()
+            RunFile::ReleaseTable.path_in(folder).display()
         );
         print!("{}", release.to_markdown());
     }

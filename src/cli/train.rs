@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use reclaim_train::{
-    BackendChoice, PixelScaling, ProgressDisplay, StartPolicy, TrainConfig, evaluate_weights,
-    latest_checkpoint, run_files,
+    BackendChoice, CheckpointFile, PixelScaling, ProgressDisplay, RunFile, StartPolicy,
+    TrainConfig, evaluate_weights, latest_checkpoint,
 };
 
 /// Arguments of `reclaim train`.
@@ -161,18 +161,54 @@ pub fn run_eval(arguments: EvalArguments) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The weights file `path` names: the file itself; a checkpoint folder's weights (a folder
+/// holding a checkpoint's state file); a run folder's final weights; or else the weights of the
+/// run folder's newest checkpoint.
 fn resolve_weights(path: &Path) -> anyhow::Result<PathBuf> {
     if path.is_file() {
         return Ok(path.to_path_buf());
     }
-    if path.join(run_files::FINAL_WEIGHTS).is_file() {
-        return Ok(path.join(run_files::FINAL_WEIGHTS));
+    if CheckpointFile::State.path_in(path).is_file() {
+        return Ok(CheckpointFile::Weights.path_in(path));
+    }
+    let final_weights = RunFile::FinalWeights.path_in(path);
+    if final_weights.is_file() {
+        return Ok(final_weights);
     }
     if let Some(checkpoint) = latest_checkpoint(path) {
-        return Ok(checkpoint.join(run_files::FINAL_WEIGHTS));
+        return Ok(CheckpointFile::Weights.path_in(&checkpoint));
     }
     anyhow::bail!(
         "{}: neither a weights file, a checkpoint folder nor a run folder with a checkpoint",
         path.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_resolve_from_a_file_a_checkpoint_folder_and_a_run_folder() {
+        let folder =
+            std::env::temp_dir().join(format!("reclaim-resolve-weights-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        let run = folder.join("run");
+        let checkpoint = reclaim_train::checkpoints_folder(&run).join("epoch-0001");
+        std::fs::create_dir_all(&checkpoint).unwrap();
+        std::fs::write(CheckpointFile::State.path_in(&checkpoint), "{}").unwrap();
+        std::fs::write(CheckpointFile::Weights.path_in(&checkpoint), "weights").unwrap();
+        let checkpoint_weights = CheckpointFile::Weights.path_in(&checkpoint);
+
+        assert_eq!(resolve_weights(&checkpoint).unwrap(), checkpoint_weights);
+        // An interrupted run (no final weights): its newest checkpoint's.
+        assert_eq!(resolve_weights(&run).unwrap(), checkpoint_weights);
+        let final_weights = RunFile::FinalWeights.path_in(&run);
+        std::fs::write(&final_weights, "final").unwrap();
+        assert_eq!(resolve_weights(&run).unwrap(), final_weights);
+        assert_eq!(resolve_weights(&final_weights).unwrap(), final_weights);
+        let error = resolve_weights(&folder.join("empty")).unwrap_err();
+        assert!(error.to_string().contains("empty"), "{error}");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
 }

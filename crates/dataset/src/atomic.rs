@@ -71,6 +71,28 @@ impl AtomicFile {
     }
 }
 
+/// Writes `bytes` to `destination` atomically: into a temporary file beside it (its folder is
+/// created if missing), flushed to disk, then renamed over it. A failed write leaves no file
+/// under either name. [`DatasetError::Io`] names the file at fault.
+///
+/// ```
+/// let folder = tempfile::tempdir()?;
+/// let path = folder.path().join("report.md");
+/// reclaim_dataset::write_file_atomically(&path, b"first")?;
+/// reclaim_dataset::write_file_atomically(&path, b"second")?;
+/// assert_eq!(std::fs::read(&path)?, b"second");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_file_atomically(destination: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
+    let destination = destination.as_ref();
+    let mut file = AtomicFile::create(destination)?;
+    let temporary_path = file.temporary_path().to_path_buf();
+    file.file()
+        .write_all(bytes)
+        .map_err(|error| DatasetError::io(temporary_path, error))?;
+    file.commit().map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +130,27 @@ mod tests {
         written.commit().unwrap();
         assert_eq!(entries(folder.path()), ["out.bin"]);
         assert_eq!(std::fs::read(&destination).unwrap(), b"whole");
+    }
+
+    #[test]
+    fn write_file_atomically_replaces_the_file_and_leaves_no_temporary_behind() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("report.md");
+        write_file_atomically(&path, b"first").unwrap();
+        write_file_atomically(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        assert_eq!(entries(folder.path()), ["report.md"]);
+    }
+
+    #[test]
+    fn an_unwritable_destination_is_an_error_naming_the_path() {
+        let folder = tempfile::tempdir().unwrap();
+        // A file where the destination's folder should be: the folder cannot be created.
+        std::fs::write(folder.path().join("absent"), b"a file").unwrap();
+        let path = folder.path().join("absent").join("report.md");
+        let error = write_file_atomically(&path, b"x").unwrap_err();
+        assert!(matches!(&error, DatasetError::Io { .. }), "{error:?}");
+        assert!(error.to_string().contains("absent"), "{error}");
+        assert_eq!(entries(folder.path()), ["absent"]);
     }
 }

@@ -5,7 +5,6 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 use crate::atomic::AtomicFile;
@@ -13,6 +12,7 @@ use crate::catalogue::{CatalogueFile, Family, Split};
 use crate::checksum::{check_catalogue_shape, verify_file};
 use crate::error::{DatasetError, MirrorAttempt, Result};
 use crate::gz::{copy_validated_idx, decompress_validated, gz_cache_path};
+use crate::progress::ProgressDisplay;
 
 /// The environment variable naming a local mirror (a folder or a `file://`, `http://` or
 /// `https://` base), tried before the standard mirrors.
@@ -65,15 +65,6 @@ impl Mirror {
             Mirror::Http(base) => base.clone(),
         }
     }
-}
-
-/// Whether a progress bar is drawn on standard error while downloading.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProgressDisplay {
-    /// Draw a bar per file (indicatif hides it when standard error is not a terminal).
-    Bar,
-    /// Draw nothing.
-    Hidden,
 }
 
 /// How to fetch: mirrors in order of preference, progress display, limits.
@@ -224,22 +215,8 @@ fn open_source(
     }
 }
 
-fn progress_bar(options: &FetchOptions, length: Option<u64>, name: &str) -> ProgressBar {
-    if options.progress == ProgressDisplay::Hidden {
-        return ProgressBar::hidden();
-    }
-    let bar = match length {
-        Some(length) => ProgressBar::new(length),
-        None => ProgressBar::no_length(),
-    };
-    if let Ok(style) = ProgressStyle::with_template(
-        "{msg:32} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(name.to_owned());
-    bar
-}
+/// The template of a download's bar: the file's name, the bar, bytes, rate and time left.
+const DOWNLOAD_TEMPLATE: &str = "{msg:32} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}";
 
 /// Downloads from one mirror, verifies, and renames into place. Leaves nothing on failure.
 fn fetch_from_mirror(
@@ -267,7 +244,10 @@ fn fetch_from_mirror(
     let download_path = download.temporary_path().to_path_buf();
 
     // 1. Copy the bytes as served, bounded, with progress.
-    let bar = progress_bar(options, source.length, stored_name);
+    let bar = options
+        .progress
+        .progress_bar(source.length, DOWNLOAD_TEMPLATE);
+    bar.set_message(stored_name.to_owned());
     {
         let mut limited = source.reader.take(options.maximum_download_bytes + 1);
         let mut writer = BufWriter::with_capacity(1 << 20, download.file());

@@ -10,12 +10,17 @@
 //! - [`write_idx`] / [`encode_idx`]: the writer, for every type and rank; files are written
 //!   atomically (temporary file, then rename).
 //! - [`ImageDataset`]: images (N x H x W `u8`) and labels (N `u8`) of one [`Split`], checked against
-//!   each other; `Send + Sync`, zero copy, unmapped on drop.
+//!   each other; `Send + Sync`, zero copy, unmapped on drop. [`DatasetSplits`]: both splits of a
+//!   folder, mapped together.
+//! - [`write_file_atomically`]: the workspace's one atomic write (temporary file, then rename).
+//! - [`ProgressDisplay`]: bar or nothing, for downloads here and epochs in `reclaim-train`; the
+//!   bar itself with the cargo feature `progress`.
 //! - [`Family`]: the catalogue of MNIST, Fashion-MNIST and KMNIST (file names, mirrors, SHA-256s
 //!   of the decompressed files, classes); [`default_data_folder`] finds the data;
 //!   [`verify_dataset_folder`] checks it.
-//! - With the cargo feature `fetch`: `fetch_family` / `fetch_file` download from the mirrors or
-//!   a local mirror (`RECLAIM_MIRROR`), verify, and write atomically.
+//! - With the cargo feature `fetch` (which implies `progress`): `fetch_family` / `fetch_file`
+//!   download from the mirrors or a local mirror (`RECLAIM_MIRROR`), verify, and write
+//!   atomically.
 //! - [`DatasetError`]: the one error type; every variant about a file names it.
 //!
 //! ```
@@ -55,9 +60,12 @@ mod fetch;
 mod gz;
 mod header;
 mod image_dataset;
+mod progress;
+mod splits;
 mod writer;
 
 pub use array::{AccessPattern, IdxArray, StorageKind};
+pub use atomic::write_file_atomically;
 pub use catalogue::{
     CatalogueFile, DATA_FOLDER_VARIABLE, Family, Split, SplitFiles, default_data_folder,
     workspace_data_folder,
@@ -69,12 +77,13 @@ pub use element::{ElementType, IdxElement};
 pub use error::{DatasetError, MirrorAttempt, Result, ShapeProblem};
 #[cfg(feature = "fetch")]
 pub use fetch::{
-    FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, ProgressDisplay, fetch_family,
-    fetch_file,
+    FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, fetch_family, fetch_file,
 };
 pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 pub use image_dataset::{ImageDataset, locate_split_files};
+pub use progress::ProgressDisplay;
+pub use splits::DatasetSplits;
 pub use writer::{encode_idx, write_idx};
 
 /// The README's examples, run as doctests.

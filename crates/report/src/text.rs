@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use indicatif::HumanBytes;
-use reclaim_train::{EpochMetrics, TrainRun, run_files};
+use reclaim_train::{EpochMetrics, TrainRun, RunFile};
 
 /// The epochs as a text table, one line each, as `reclaim train` and `reclaim report` print
 /// them: losses, test accuracy, training and evaluation seconds, training samples per second.
@@ -36,7 +36,7 @@ pub fn run_summary(run: &TrainRun) -> String {
     let _ = writeln!(
         text,
         "\nrelease report ({}):",
-        run.run_folder.join(run_files::RELEASE_TABLE).display()
+        RunFile::ReleaseTable.path_in(&run.run_folder).display()
     );
     text.push_str(&run.release.to_markdown());
     if let Some(left_over) = run.release.heap_bytes_left_over() {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use reclaim_memory::MemorySnapshot;
 use reclaim_report::{Bar, BarChart, PlotPaths, ReportError, draw_bar_charts, draw_run_plots};
-use reclaim_train::{EpochMetrics, JsonLinesWriter, StepMetrics, TimelineSample, run_files};
+use reclaim_train::{EpochMetrics, JsonLinesWriter, StepMetrics, TimelineSample, RunFile};
 
 const MIB: u64 = 1024 * 1024;
 /// The colours of the series (see `draw::colors`), as the SVG writes them.
@@ -83,14 +83,14 @@ fn timeline() -> Vec<TimelineSample> {
 }
 
 fn write_run_folder(folder: &Path, step_count: usize, accuracies: &[f64]) {
-    JsonLinesWriter::write_all_atomically(folder.join(run_files::STEP_METRICS), &steps(step_count))
+    JsonLinesWriter::write_all_atomically(RunFile::StepMetrics.path_in(folder), &steps(step_count))
         .unwrap();
     JsonLinesWriter::write_all_atomically(
-        folder.join(run_files::EPOCH_METRICS),
+        RunFile::EpochMetrics.path_in(folder),
         &epochs(accuracies),
     )
     .unwrap();
-    JsonLinesWriter::write_all_atomically(folder.join(run_files::MEMORY_TIMELINE), &timeline())
+    JsonLinesWriter::write_all_atomically(RunFile::MemoryTimeline.path_in(folder), &timeline())
         .unwrap();
 }
 
@@ -282,7 +282,7 @@ fn redrawing_after_the_metrics_change_draws_the_new_values() {
 fn an_empty_timeline_is_an_error_naming_the_file_and_nothing_is_drawn() {
     let folder = tempfile::tempdir().unwrap();
     write_run_folder(folder.path(), 10, &[0.5]);
-    std::fs::write(folder.path().join(run_files::MEMORY_TIMELINE), "").unwrap();
+    std::fs::write(RunFile::MemoryTimeline.path_in(folder.path()), "").unwrap();
     let error = draw_run_plots(folder.path()).unwrap_err();
     assert!(
         matches!(&error, ReportError::NothingToDraw { path, .. } if path.ends_with("memory.jsonl")),
@@ -304,7 +304,7 @@ fn a_missing_or_corrupt_metrics_file_is_an_error_naming_it() {
 
     write_run_folder(folder.path(), 10, &[0.5]);
     std::fs::write(
-        folder.path().join(run_files::EPOCH_METRICS),
+        RunFile::EpochMetrics.path_in(folder.path()),
         "{\"epoch\": 1}\n",
     )
     .unwrap();

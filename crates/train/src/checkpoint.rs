@@ -9,13 +9,37 @@ use reclaim_loader::LoaderState;
 use reclaim_model::{SimpleNn, WeightFormat};
 use serde::{Deserialize, Serialize};
 
-use crate::files::{temporary_sibling, write_file_atomically};
-use crate::{EpochMetrics, TrainError};
+use crate::files::write_file_atomically;
+use crate::{EpochMetrics, RunIdentity, TrainError};
 
-const MODEL_FILE: &str = "model.bpk";
-const OPTIMIZER_FILE: &str = "optimizer.bin";
-const STATE_FILE: &str = "checkpoint.json";
 const CHECKPOINTS_FOLDER: &str = "checkpoints";
+
+/// A file inside a checkpoint's folder (`RUN/checkpoints/epoch-NNNN/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CheckpointFile {
+    /// `model.bpk`: the model's weights (burnpack).
+    Weights,
+    /// `optimizer.bin`: the optimizer's state (momentum buffers and so on).
+    OptimizerState,
+    /// `checkpoint.json`: the [`CheckpointState`].
+    State,
+}
+
+impl CheckpointFile {
+    /// The file's name inside the checkpoint's folder (`"model.bpk"`).
+    pub const fn file_name(self) -> &'static str {
+        match self {
+            CheckpointFile::Weights => "model.bpk",
+            CheckpointFile::OptimizerState => "optimizer.bin",
+            CheckpointFile::State => "checkpoint.json",
+        }
+    }
+
+    /// The file's path inside the checkpoint folder `checkpoint`.
+    pub fn path_in(self, checkpoint: &Path) -> PathBuf {
+        checkpoint.join(self.file_name())
+    }
+}
 
 /// What a checkpoint records besides the weights: enough to continue the run exactly.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -28,8 +52,8 @@ pub struct CheckpointState {
     pub loader_state: LoaderState,
     /// The metrics of every completed epoch.
     pub epoch_metrics: Vec<EpochMetrics>,
-    /// The settings that must not change across a resume, as text (`TrainConfig::identity`).
-    pub run_identity: String,
+    /// The settings that must not change across a resume ([`TrainConfig::identity`](crate::TrainConfig::identity)).
+    pub run_identity: RunIdentity,
 }
 
 /// The folder holding a run's checkpoints.
@@ -47,31 +71,34 @@ pub fn save_checkpoint(
 ) -> Result<PathBuf, TrainError> {
     let folder = checkpoints_folder(run_folder);
     std::fs::create_dir_all(&folder).map_err(|error| TrainError::io(&folder, error))?;
-    let final_path = folder.join(format!("epoch-{:04}", state.epochs_completed));
-    let temporary = temporary_sibling(&final_path);
-    std::fs::create_dir(&temporary).map_err(|error| TrainError::io(&temporary, error))?;
-    let written = (|| {
-        let model_bytes = model.to_weight_bytes(WeightFormat::Burnpack)?;
-        write_file_atomically(&temporary.join(MODEL_FILE), &model_bytes)?;
-        let optimizer_bytes = optimizer
-            .into_bytes()
-            .map_err(|error| TrainError::Checkpoint {
-                path: final_path.clone(),
-                message: format!("cannot serialize the optimizer: {error:?}"),
-            })?;
-        write_file_atomically(&temporary.join(OPTIMIZER_FILE), &optimizer_bytes)?;
-        let state_text = serde_json::to_vec_pretty(state).expect("checkpoint state serializes");
-        write_file_atomically(&temporary.join(STATE_FILE), &state_text)?;
-        if final_path.exists() {
-            std::fs::remove_dir_all(&final_path)
-                .map_err(|error| TrainError::io(&final_path, error))?;
-        }
-        std::fs::rename(&temporary, &final_path).map_err(|error| TrainError::io(&final_path, error))
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_dir_all(&temporary);
+    let name = format!("epoch-{:04}", state.epochs_completed);
+    let final_path = folder.join(&name);
+    // Assembled in a uniquely named folder beside its final place, deleted if anything fails.
+    let temporary = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .tempdir_in(&folder)
+        .map_err(|error| TrainError::io(&folder, error))?;
+    let file = |file: CheckpointFile| file.path_in(temporary.path());
+    let model_bytes = model.to_weight_bytes(WeightFormat::Burnpack)?;
+    write_file_atomically(&file(CheckpointFile::Weights), &model_bytes)?;
+    let optimizer_bytes = optimizer
+        .into_bytes()
+        .map_err(|error| TrainError::Checkpoint {
+            path: final_path.clone(),
+            message: format!("cannot serialize the optimizer: {error:?}"),
+        })?;
+    write_file_atomically(&file(CheckpointFile::OptimizerState), &optimizer_bytes)?;
+    let state_text = serde_json::to_vec_pretty(state).expect("checkpoint state serializes");
+    write_file_atomically(&file(CheckpointFile::State), &state_text)?;
+    if final_path.exists() {
+        std::fs::remove_dir_all(&final_path).map_err(|error| TrainError::io(&final_path, error))?;
     }
-    written.map(|()| final_path)
+    std::fs::rename(temporary.path(), &final_path)
+        .map_err(|error| TrainError::io(&final_path, error))?;
+    // Renamed into place: nothing is left under the temporary name to delete.
+    let _ = temporary.keep();
+    Ok(final_path)
 }
 
 /// The newest complete checkpoint of a run, if any.
@@ -82,9 +109,8 @@ pub fn latest_checkpoint(run_folder: &Path) -> Option<PathBuf> {
         .filter_map(|entry| {
             let name = entry.file_name().into_string().ok()?;
             let epoch: usize = name.strip_prefix("epoch-")?.parse().ok()?;
-            entry
-                .path()
-                .join(STATE_FILE)
+            CheckpointFile::State
+                .path_in(&entry.path())
                 .is_file()
                 .then(|| (epoch, entry.path()))
         })
@@ -94,11 +120,11 @@ pub fn latest_checkpoint(run_folder: &Path) -> Option<PathBuf> {
 
 /// Reads only the state of the checkpoint folder `path`.
 pub fn read_checkpoint_state(path: &Path) -> Result<CheckpointState, TrainError> {
-    let file = path.join(STATE_FILE);
+    let file = CheckpointFile::State.path_in(path);
     let bytes = std::fs::read(&file).map_err(|error| TrainError::io(&file, error))?;
     serde_json::from_slice(&bytes).map_err(|error| TrainError::Checkpoint {
         path: path.to_path_buf(),
-        message: format!("{STATE_FILE}: {error}"),
+        message: format!("{}: {error}", CheckpointFile::State.file_name()),
     })
 }
 
@@ -119,8 +145,8 @@ pub fn load_checkpoint(
     model: SimpleNn,
     optimizer: ModuleOptimizer,
 ) -> Result<LoadedCheckpoint, TrainError> {
-    let read = |name: &str| {
-        let file = path.join(name);
+    let read = |file: CheckpointFile| {
+        let file = file.path_in(path);
         std::fs::read(&file).map_err(|error| TrainError::io(file, error))
     };
     let checkpoint_error = |message: String| TrainError::Checkpoint {
@@ -128,13 +154,56 @@ pub fn load_checkpoint(
         message,
     };
     let state = read_checkpoint_state(path)?;
-    let model = model.load_weight_bytes(&read(MODEL_FILE)?, WeightFormat::Burnpack)?;
+    let model = model.load_weight_bytes(&read(CheckpointFile::Weights)?, WeightFormat::Burnpack)?;
     let optimizer = optimizer
-        .from_bytes(Bytes::from_bytes_vec(read(OPTIMIZER_FILE)?))
-        .map_err(|error| checkpoint_error(format!("{OPTIMIZER_FILE}: {error:?}")))?;
+        .from_bytes(Bytes::from_bytes_vec(read(CheckpointFile::OptimizerState)?))
+        .map_err(|error| {
+            let name = CheckpointFile::OptimizerState.file_name();
+            checkpoint_error(format!("{name}: {error:?}"))
+        })?;
     Ok(LoadedCheckpoint {
         state,
         model,
         optimizer,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_with_a_text_identity_is_a_checkpoint_error() {
+        // What checkpoints written before `RunIdentity` hold: the identity as one string.
+        let folder = tempfile::tempdir().unwrap();
+        let checkpoint = folder.path().join("epoch-0001");
+        std::fs::create_dir(&checkpoint).unwrap();
+        std::fs::write(
+            CheckpointFile::State.path_in(&checkpoint),
+            r#"{"epochs_completed": 1, "steps_completed": 5,
+                "loader_state": {"seed": 42, "epoch": 1, "position": 0},
+                "epoch_metrics": [],
+                "run_identity": "model=SimpleNnConfig batch_size=64 lr=0.01"}"#,
+        )
+        .unwrap();
+        let error = read_checkpoint_state(&checkpoint).unwrap_err();
+        match &error {
+            TrainError::Checkpoint { path, message } => {
+                assert_eq!(path, &checkpoint);
+                assert!(message.contains("checkpoint.json"), "{message}");
+            }
+            other => panic!("expected a checkpoint error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn checkpoint_files_have_distinct_names() {
+        let names = [
+            CheckpointFile::Weights,
+            CheckpointFile::OptimizerState,
+            CheckpointFile::State,
+        ]
+        .map(CheckpointFile::file_name);
+        assert_eq!(names, ["model.bpk", "optimizer.bin", "checkpoint.json"]);
+    }
 }

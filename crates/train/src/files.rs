@@ -1,34 +1,70 @@
-//! Atomic file and folder writes: nothing half-written is ever visible under the final name.
+//! The files of a run folder, as a type ([`RunFile`]), and writing them atomically.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use reclaim_dataset::DatasetError;
 
 use crate::TrainError;
 
-/// A name beside `path` for a temporary file or folder, unique to this process and call.
-pub(crate) fn temporary_sibling(path: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.tmp-{}-{unique}", std::process::id()))
+/// A file that a run writes into its run folder. The checkpoints' own files are
+/// [`CheckpointFile`](crate::CheckpointFile)s, in `checkpoints/epoch-NNNN/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunFile {
+    /// `metrics.jsonl`: one JSON line per epoch ([`EpochMetrics`](crate::EpochMetrics)).
+    EpochMetrics,
+    /// `steps.jsonl`: one JSON line per logged step ([`StepMetrics`](crate::StepMetrics)).
+    StepMetrics,
+    /// `memory.jsonl`: the memory timeline, one JSON line per sample
+    /// ([`TimelineSample`](crate::TimelineSample)).
+    MemoryTimeline,
+    /// `config.json`: the run's [`TrainConfig`](crate::TrainConfig).
+    Config,
+    /// `model.bpk`: the final weights (burnpack).
+    FinalWeights,
+    /// `release.md`: the release report as a Markdown table.
+    ReleaseTable,
+    /// `release.json`: the release report ([`ReleaseReport`](crate::ReleaseReport)).
+    ReleaseReport,
 }
 
-/// Writes `bytes` to a temporary file beside `path`, syncs it, then renames it over `path`.
-pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
-    let temporary = temporary_sibling(path);
-    let outcome = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    outcome.map_err(|error| {
-        let _ = std::fs::remove_file(&temporary);
-        TrainError::io(path, error)
+impl RunFile {
+    /// Every run file.
+    pub const ALL: [RunFile; 7] = [
+        RunFile::EpochMetrics,
+        RunFile::StepMetrics,
+        RunFile::MemoryTimeline,
+        RunFile::Config,
+        RunFile::FinalWeights,
+        RunFile::ReleaseTable,
+        RunFile::ReleaseReport,
+    ];
+
+    /// The file's name inside the run folder (`"metrics.jsonl"`).
+    pub const fn file_name(self) -> &'static str {
+        match self {
+            RunFile::EpochMetrics => "metrics.jsonl",
+            RunFile::StepMetrics => "steps.jsonl",
+            RunFile::MemoryTimeline => "memory.jsonl",
+            RunFile::Config => "config.json",
+            RunFile::FinalWeights => "model.bpk",
+            RunFile::ReleaseTable => "release.md",
+            RunFile::ReleaseReport => "release.json",
+        }
+    }
+
+    /// The file's path inside `run_folder`.
+    pub fn path_in(self, run_folder: &Path) -> PathBuf {
+        run_folder.join(self.file_name())
+    }
+}
+
+/// Writes `bytes` to `path` through reclaim-dataset's atomic write (temporary file, then
+/// rename), the workspace's one; a failed write is this crate's [`TrainError::Io`] naming the
+/// file, as every other file error of the crate is.
+pub(crate) fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
+    reclaim_dataset::write_file_atomically(path, bytes).map_err(|error| match error {
+        DatasetError::Io { path, source } => TrainError::Io { path, source },
+        other => TrainError::Dataset(other),
     })
 }
 
@@ -37,21 +73,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn replaces_the_file_and_leaves_no_temporary_behind() {
-        let folder = tempfile::tempdir().unwrap();
-        let path = folder.path().join("report.md");
-        write_file_atomically(&path, b"first").unwrap();
-        write_file_atomically(&path, b"second").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"second");
-        let names: Vec<_> = std::fs::read_dir(folder.path()).unwrap().collect();
-        assert_eq!(names.len(), 1);
+    fn run_files_have_distinct_names_inside_the_run_folder() {
+        let folder = Path::new("runs/one");
+        let mut names: Vec<&str> = RunFile::ALL.iter().map(|file| file.file_name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), RunFile::ALL.len());
+        assert_eq!(
+            RunFile::StepMetrics.path_in(folder),
+            Path::new("runs/one/steps.jsonl")
+        );
+        assert_eq!(RunFile::FinalWeights.file_name(), "model.bpk");
     }
 
     #[test]
-    fn a_missing_folder_is_an_error_naming_the_path() {
+    fn an_unwritable_path_is_an_io_error_naming_the_path() {
         let folder = tempfile::tempdir().unwrap();
+        // A file where the destination's folder should be.
+        std::fs::write(folder.path().join("absent"), b"a file").unwrap();
         let path = folder.path().join("absent").join("report.md");
         let error = write_file_atomically(&path, b"x").unwrap_err();
+        assert!(matches!(error, TrainError::Io { .. }), "{error:?}");
         assert!(error.to_string().contains("absent"));
     }
 }

@@ -4,8 +4,11 @@
 //!   2 epochs, evaluation on the test split after each) on any [`BackendChoice`], writing
 //!   `metrics.jsonl`, `steps.jsonl`, per-epoch checkpoints, `memory.jsonl` and the release
 //!   report into the run folder, and resuming from the newest checkpoint on request.
-//! - [`ReleaseReport`]: memory after each step of the release — the loader's scope ends, the
+//! - [`ReleaseReport`]: memory after each [`ReleaseStage`] — the loader's scope ends, the
 //!   dataset is dropped, the device pool is cleaned up, the model is dropped.
+//! - [`RunFile`] and [`CheckpointFile`]: the files of a run folder and of a checkpoint;
+//!   [`RunIdentity`]: the settings a resume must share with its checkpoint, compared field by
+//!   field.
 //! - [`MemoryTimeline`]: a run's memory over time, sampled in the background and at each phase.
 //!   The measurements themselves ([`MemorySnapshot`], [`CountingAllocator`], the `/proc`
 //!   readers) live in `reclaim-memory` and are re-exported here.
@@ -36,21 +39,25 @@ mod trainer;
 
 pub use backend::BackendChoice;
 pub use checkpoint::{
-    CheckpointState, LoadedCheckpoint, checkpoints_folder, latest_checkpoint, load_checkpoint,
-    read_checkpoint_state, save_checkpoint,
+    CheckpointFile, CheckpointState, LoadedCheckpoint, checkpoints_folder, latest_checkpoint,
+    load_checkpoint, read_checkpoint_state, save_checkpoint,
 };
 pub use error::TrainError;
-pub use files::write_file_atomically;
+pub use files::RunFile;
+pub(crate) use files::write_file_atomically;
 pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
 pub use reclaim_memory::{
     CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
     peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
-pub use release::{ReleaseReport, ReleaseStep};
+/// Bar or nothing on the terminal while training ([`TrainConfig::progress`]); defined in
+/// reclaim-dataset, where downloads use it too.
+pub use reclaim_dataset::ProgressDisplay;
+pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
 pub use timeline::{MemoryTimeline, TimelineSample};
 pub use trainer::{
-    Evaluation, PixelScaling, ProgressDisplay, StartPolicy, TrainConfig, TrainRun,
-    evaluate_weights, open_mnist_splits, run_files, train,
+    Evaluation, IdentityDifference, PixelScaling, RunIdentity, StartPolicy, TrainConfig, TrainRun,
+    evaluate_weights, train,
 };
 
 /// The README's examples, run as doctests.

@@ -1,20 +1,75 @@
 //! The release report: memory at each step of giving the run's memory back.
 
-use std::borrow::Cow;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::path::Path;
 
 use indicatif::HumanBytes;
 use reclaim_memory::MemorySnapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::{TrainError, files::write_file_atomically, run_files};
+use crate::{RunFile, TrainError, files::write_file_atomically};
 
-/// One row of the release report: a named moment and the memory then.
+/// A moment of the release, in the order a run passes them: the baseline, the end of training,
+/// then each step of giving memory back (the PyTorch recipe's `del loader; del dataset;
+/// torch.cuda.empty_cache(); del model`). Written and shown as its phrase (`"dataset
+/// dropped"`), in `release.json`, `release.md` and the memory timeline's phases alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReleaseStage {
+    /// `"before loading"`: the baseline, after the warm-up, before the model and the dataset.
+    #[serde(rename = "before loading")]
+    BeforeLoading,
+    /// `"trained"`: the last epoch is done; the loader and its epochs still exist.
+    #[serde(rename = "trained")]
+    Trained,
+    /// `"loader scope ended"`: the loader, its epochs and worker threads are gone.
+    #[serde(rename = "loader scope ended")]
+    LoaderScopeEnded,
+    /// `"dataset dropped"`: both splits are dropped, their files unmapped.
+    #[serde(rename = "dataset dropped")]
+    DatasetDropped,
+    /// `"device memory cleaned up"`: the optimizer is dropped and the device pool cleaned.
+    #[serde(rename = "device memory cleaned up")]
+    DeviceMemoryCleanedUp,
+    /// `"model dropped"`: the model is dropped and the device pool cleaned again.
+    #[serde(rename = "model dropped")]
+    ModelDropped,
+}
+
+impl ReleaseStage {
+    /// Every stage, in the order a run passes them.
+    pub const ALL: [ReleaseStage; 6] = [
+        ReleaseStage::BeforeLoading,
+        ReleaseStage::Trained,
+        ReleaseStage::LoaderScopeEnded,
+        ReleaseStage::DatasetDropped,
+        ReleaseStage::DeviceMemoryCleanedUp,
+        ReleaseStage::ModelDropped,
+    ];
+
+    /// The stage's phrase (`"dataset dropped"`), as serialized and displayed.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReleaseStage::BeforeLoading => "before loading",
+            ReleaseStage::Trained => "trained",
+            ReleaseStage::LoaderScopeEnded => "loader scope ended",
+            ReleaseStage::DatasetDropped => "dataset dropped",
+            ReleaseStage::DeviceMemoryCleanedUp => "device memory cleaned up",
+            ReleaseStage::ModelDropped => "model dropped",
+        }
+    }
+}
+
+impl fmt::Display for ReleaseStage {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// One row of the release report: a stage and the memory then.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReleaseStep {
-    /// What had just happened (`"dataset dropped"`).
-    pub step: Cow<'static, str>,
+    /// What had just happened ([`ReleaseStage::DatasetDropped`]).
+    pub step: ReleaseStage,
     /// The memory right after it.
     pub memory: MemorySnapshot,
 }
@@ -39,11 +94,8 @@ impl ReleaseReport {
     }
 
     /// Appends a step.
-    pub fn record(&mut self, step: impl Into<Cow<'static, str>>, memory: MemorySnapshot) {
-        self.steps.push(ReleaseStep {
-            step: step.into(),
-            memory,
-        });
+    pub fn record(&mut self, step: ReleaseStage, memory: MemorySnapshot) {
+        self.steps.push(ReleaseStep { step, memory });
     }
 
     /// The first step's memory (the baseline before anything was loaded).
@@ -51,11 +103,11 @@ impl ReleaseReport {
         self.steps.first().map(|step| &step.memory)
     }
 
-    /// The memory after the step named `name` (`"trained"`, `"dataset dropped"`), if recorded.
-    pub fn memory_at(&self, name: &str) -> Option<&MemorySnapshot> {
+    /// The memory after `stage`, if recorded.
+    pub fn memory_at(&self, stage: ReleaseStage) -> Option<&MemorySnapshot> {
         self.steps
             .iter()
-            .find(|step| step.step == name)
+            .find(|step| step.step == stage)
             .map(|step| &step.memory)
     }
 
@@ -99,17 +151,17 @@ impl ReleaseReport {
     /// Writes `release.md` and `release.json` into `folder`, atomically.
     pub fn write_to(&self, folder: &Path) -> Result<(), TrainError> {
         write_file_atomically(
-            &folder.join(run_files::RELEASE_TABLE),
+            &RunFile::ReleaseTable.path_in(folder),
             self.to_markdown().as_bytes(),
         )?;
         let json = serde_json::to_vec_pretty(self).expect("release report serializes");
-        write_file_atomically(&folder.join(run_files::RELEASE_REPORT), &json)
+        write_file_atomically(&RunFile::ReleaseReport.path_in(folder), &json)
     }
 
     /// Reads the `release.json` that [`ReleaseReport::write_to`] left in `folder`; `None` when
     /// there is none (the run stopped before its release).
     pub fn read_from(folder: &Path) -> Result<Option<Self>, TrainError> {
-        let path = folder.join(run_files::RELEASE_REPORT);
+        let path = RunFile::ReleaseReport.path_in(folder);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -137,17 +189,17 @@ mod tests {
     #[test]
     fn left_over_heap_is_released_minus_baseline() {
         let mut report = ReleaseReport::default();
-        report.record("before loading", snapshot(1000, 0));
-        report.record("trained", snapshot(50_000, 47_040_016));
-        report.record("model dropped", snapshot(1200, 0));
+        report.record(ReleaseStage::BeforeLoading, snapshot(1000, 0));
+        report.record(ReleaseStage::Trained, snapshot(50_000, 47_040_016));
+        report.record(ReleaseStage::ModelDropped, snapshot(1200, 0));
         assert_eq!(report.heap_bytes_left_over(), Some(200));
         assert_eq!(
             report
-                .memory_at("trained")
+                .memory_at(ReleaseStage::Trained)
                 .map(|memory| memory.live_heap_bytes),
             Some(Some(50_000))
         );
-        assert_eq!(report.memory_at("dataset dropped"), None);
+        assert_eq!(report.memory_at(ReleaseStage::DatasetDropped), None);
         let table = report.to_markdown();
         assert_eq!(table.lines().count(), 2 + 3);
         assert!(
@@ -160,7 +212,7 @@ mod tests {
     fn written_files_read_back() {
         let folder = tempfile::tempdir().unwrap();
         let mut report = ReleaseReport::default();
-        report.record("before loading", snapshot(10, 0));
+        report.record(ReleaseStage::BeforeLoading, snapshot(10, 0));
         report.write_to(folder.path()).unwrap();
         assert_eq!(
             ReleaseReport::read_from(folder.path()).unwrap(),
@@ -176,5 +228,32 @@ mod tests {
                 .unwrap()
                 .contains("before loading")
         );
+        let text = String::from_utf8(json).unwrap();
+        assert!(text.contains(r#""step": "before loading""#), "{text}");
+    }
+
+    #[test]
+    fn stages_serialize_and_display_as_their_phrases() {
+        let phrases: Vec<String> = ReleaseStage::ALL
+            .iter()
+            .map(|stage| stage.to_string())
+            .collect();
+        assert_eq!(
+            phrases,
+            [
+                "before loading",
+                "trained",
+                "loader scope ended",
+                "dataset dropped",
+                "device memory cleaned up",
+                "model dropped"
+            ]
+        );
+        for stage in ReleaseStage::ALL {
+            let json = serde_json::to_string(&stage).unwrap();
+            assert_eq!(json, format!("\"{stage}\""));
+            assert_eq!(serde_json::from_str::<ReleaseStage>(&json).unwrap(), stage);
+        }
+        assert!(serde_json::from_str::<ReleaseStage>("\"dataset opened\"").is_err());
     }
 }

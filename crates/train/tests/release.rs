@@ -7,7 +7,7 @@
 
 use reclaim_dataset::{Family, default_data_folder};
 use reclaim_memory::CountingAllocator;
-use reclaim_train::{BackendChoice, ProgressDisplay, TrainConfig, train};
+use reclaim_train::{BackendChoice, ProgressDisplay, ReleaseStage, TrainConfig, train};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -34,30 +34,27 @@ fn release_gives_back_every_heap_byte_and_unmaps_the_dataset() -> i64 {
         )
     };
     let run = train(&config).unwrap();
-    let steps: Vec<&str> = run
-        .release
-        .steps
-        .iter()
-        .map(|step| step.step.as_ref())
-        .collect();
+    let steps: Vec<ReleaseStage> = run.release.steps.iter().map(|step| step.step).collect();
     assert_eq!(
         steps,
         [
-            "before loading",
-            "trained",
-            "loader scope ended",
-            "dataset dropped",
-            "device memory cleaned up",
-            "model dropped"
+            ReleaseStage::BeforeLoading,
+            ReleaseStage::Trained,
+            ReleaseStage::LoaderScopeEnded,
+            ReleaseStage::DatasetDropped,
+            ReleaseStage::DeviceMemoryCleanedUp,
+            ReleaseStage::ModelDropped
         ]
     );
-    let memory = |name: &str| *run.release.memory_at(name).unwrap();
+    // (Each stage's phrase, as `release.json` and `release.md` write it, is checked beside
+    // `ReleaseStage`.)
+    let memory = |stage: ReleaseStage| *run.release.memory_at(stage).unwrap();
     // The four MNIST files (about 52.7 MB decompressed) are mapped while training ...
-    assert!(memory("trained").mapped_dataset_bytes > 50_000_000);
+    assert!(memory(ReleaseStage::Trained).mapped_dataset_bytes > 50_000_000);
     // ... and unmapped once the dataset is dropped.
-    assert_eq!(memory("dataset dropped").mapped_dataset_bytes, 0);
-    let before = memory("before loading").live_heap_bytes.unwrap();
-    let trained = memory("trained").live_heap_bytes.unwrap();
+    assert_eq!(memory(ReleaseStage::DatasetDropped).mapped_dataset_bytes, 0);
+    let before = memory(ReleaseStage::BeforeLoading).live_heap_bytes.unwrap();
+    let trained = memory(ReleaseStage::Trained).live_heap_bytes.unwrap();
     assert!(
         trained > before,
         "training holds heap: {trained} vs {before}"

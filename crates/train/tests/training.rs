@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use reclaim_dataset::{Family, default_data_folder};
 use reclaim_model::WeightFormat;
 use reclaim_train::{
-    BackendChoice, EpochMetrics, ProgressDisplay, StartPolicy, StepMetrics, TimelineSample,
-    TrainConfig, TrainError, latest_checkpoint, read_json_lines, run_files, train,
+    BackendChoice, CheckpointFile, EpochMetrics, ProgressDisplay, RunFile, StartPolicy,
+    StepMetrics, TimelineSample, TrainConfig, TrainError, latest_checkpoint, read_json_lines,
+    train,
 };
 
 /// What the run's final weights compute on a fixed batch: equal outputs for equal weights.
@@ -76,7 +77,7 @@ fn a_run_leaves_metrics_checkpoints_weights_and_reports() {
     let run = train(&quick_config(&run_folder, 1280)).unwrap();
 
     let epochs: Vec<EpochMetrics> =
-        read_json_lines(run_folder.join(run_files::EPOCH_METRICS)).unwrap();
+        read_json_lines(RunFile::EpochMetrics.path_in(&run_folder)).unwrap();
     assert_eq!(epochs, run.epochs);
     assert_eq!(
         epochs.iter().map(|epoch| epoch.epoch).collect::<Vec<_>>(),
@@ -86,14 +87,14 @@ fn a_run_leaves_metrics_checkpoints_weights_and_reports() {
 
     // 1280 samples in batches of 64: 20 steps an epoch, logged every 10 steps.
     let steps: Vec<StepMetrics> =
-        read_json_lines(run_folder.join(run_files::STEP_METRICS)).unwrap();
+        read_json_lines(RunFile::StepMetrics.path_in(&run_folder)).unwrap();
     assert_eq!(
         steps.iter().map(|step| step.step).collect::<Vec<_>>(),
         [10, 20, 30, 40]
     );
 
     let timeline: Vec<TimelineSample> =
-        read_json_lines(run_folder.join(run_files::MEMORY_TIMELINE)).unwrap();
+        read_json_lines(RunFile::MemoryTimeline.path_in(&run_folder)).unwrap();
     let phases: Vec<&str> = timeline
         .iter()
         .filter_map(|sample| sample.phase.as_deref())
@@ -116,14 +117,17 @@ fn a_run_leaves_metrics_checkpoints_weights_and_reports() {
     );
     assert_eq!(
         run.final_weights_path,
-        run_folder.join(run_files::FINAL_WEIGHTS)
+        RunFile::FinalWeights.path_in(&run_folder)
     );
     assert_eq!(
         std::fs::read(&run.final_weights_path).unwrap(),
-        std::fs::read(checkpoint.join(run_files::FINAL_WEIGHTS)).unwrap()
+        std::fs::read(CheckpointFile::Weights.path_in(&checkpoint)).unwrap()
     );
     assert!(run_folder.join("release.md").is_file());
     assert!(run_folder.join("release.json").is_file());
+    for file in RunFile::ALL {
+        assert!(file.path_in(&run_folder).is_file(), "{file:?} missing");
+    }
 }
 
 #[test]
@@ -175,9 +179,9 @@ fn an_interrupted_run_resumed_ends_with_the_uninterrupted_weights() {
         |run: &reclaim_train::TrainRun| run.epochs.iter().map(|e| e.train_loss).collect::<Vec<_>>();
     assert_eq!(losses(&resumed), losses(&uninterrupted));
     let steps: Vec<StepMetrics> =
-        read_json_lines(interrupted_folder.join(run_files::STEP_METRICS)).unwrap();
+        read_json_lines(RunFile::StepMetrics.path_in(&interrupted_folder)).unwrap();
     let straight_steps: Vec<StepMetrics> =
-        read_json_lines(folder.path().join("straight").join(run_files::STEP_METRICS)).unwrap();
+        read_json_lines(RunFile::StepMetrics.path_in(&folder.path().join("straight"))).unwrap();
     assert_eq!(steps, straight_steps);
 }
 
@@ -204,6 +208,14 @@ fn resuming_needs_a_checkpoint_with_the_same_settings() {
     .unwrap_err();
     assert!(matches!(error, TrainError::Checkpoint { .. }), "{error}");
     assert!(error.to_string().contains("epoch-0001"), "{error}");
+    // Each differing setting is named with both values; the others are not.
+    assert!(
+        error
+            .to_string()
+            .contains("learning rate is 0.01 in the checkpoint, 0.5 in this run"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains("batch size"), "{error}");
 }
 
 #[test]

@@ -6,7 +6,8 @@
 
 use reclaim_dataset::{Family, default_data_folder};
 use reclaim_train::{
-    BackendChoice, ProgressDisplay, StepMetrics, TrainConfig, read_json_lines, run_files, train,
+    BackendChoice, ProgressDisplay, ReleaseStage, RunFile, StepMetrics, TrainConfig,
+    read_json_lines, train,
 };
 
 #[test]
@@ -26,21 +27,21 @@ fn training_on_wgpu_lowers_the_loss_and_gives_device_memory_back() {
     let run = train(&config).unwrap();
 
     let steps: Vec<StepMetrics> =
-        read_json_lines(run.run_folder.join(run_files::STEP_METRICS)).unwrap();
+        read_json_lines(RunFile::StepMetrics.path_in(&run.run_folder)).unwrap();
     assert_eq!(steps.len(), 25);
     let first = steps.first().unwrap().loss;
     let last = steps.last().unwrap().loss;
     assert!(last < first - 0.3, "loss fell from {first} to {last} only");
     assert!(run.final_test_accuracy().unwrap() > 0.5);
 
-    let in_use = |name: &str| {
+    let in_use = |stage: ReleaseStage| {
         run.release
-            .memory_at(name)
+            .memory_at(stage)
             .and_then(|memory| memory.device_bytes_in_use)
-            .unwrap_or_else(|| panic!("wgpu reports its pool at '{name}'"))
+            .unwrap_or_else(|| panic!("wgpu reports its pool at '{stage}'"))
     };
-    let trained = in_use("trained");
-    let released = in_use("model dropped");
+    let trained = in_use(ReleaseStage::Trained);
+    let released = in_use(ReleaseStage::ModelDropped);
     assert!(trained > 0);
     assert!(
         released < trained,

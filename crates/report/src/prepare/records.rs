@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reclaim_train::{EpochMetrics, StepMetrics, TimelineSample, read_json_lines, run_files};
+use reclaim_train::{EpochMetrics, StepMetrics, TimelineSample, read_json_lines, RunFile};
 
 use crate::ReportError;
 
@@ -23,9 +23,9 @@ impl RunRecords {
     /// [`ReportError::Io`] naming the file (and the line).
     pub fn read(run_folder: &Path) -> Result<Self, ReportError> {
         Ok(RunRecords {
-            steps: read_json_lines(run_folder.join(run_files::STEP_METRICS))?,
-            epochs: read_json_lines(run_folder.join(run_files::EPOCH_METRICS))?,
-            samples: read_json_lines(run_folder.join(run_files::MEMORY_TIMELINE))?,
+            steps: read_json_lines(RunFile::StepMetrics.path_in(run_folder))?,
+            epochs: read_json_lines(RunFile::EpochMetrics.path_in(run_folder))?,
+            samples: read_json_lines(RunFile::MemoryTimeline.path_in(run_folder))?,
         })
     }
 }

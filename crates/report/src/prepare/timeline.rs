@@ -2,13 +2,13 @@
 //! markers.
 
 use reclaim_memory::MemorySnapshot;
-use reclaim_train::TimelineSample;
+use reclaim_train::{ReleaseStage, TimelineSample};
 
 use super::mebibytes;
 
 /// The phase that starts the release (every phase sample from it on is a release step).
-/// Read as the string `reclaim-train` writes into `memory.jsonl`.
-pub(crate) const RELEASE_START_PHASE: &str = "trained";
+/// Read as the phrase `reclaim-train` writes into `memory.jsonl`.
+pub(crate) const RELEASE_START_PHASE: &str = ReleaseStage::Trained.as_str();
 
 /// A measured quantity of a [`MemorySnapshot`], one series of the memory figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

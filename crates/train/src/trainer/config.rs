@@ -1,0 +1,355 @@
+//! A run's configuration and everything decided from it: [`TrainConfig`] (what the caller
+//! sets), its checks, the optimizer, the pixel format, the training loader's settings, the
+//! epochs to run, and [`RunIdentity`] (the settings a resumed run must share with the run it
+//! continues, compared field by field).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{ModuleOptimizer, SgdConfig};
+use reclaim_dataset::ProgressDisplay;
+use reclaim_loader::{LoaderConfig, Normalization, Order, PixelFormat, Sampling};
+use reclaim_model::SimpleNnConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::{BackendChoice, TrainError};
+
+/// What pixels become before they reach the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum PixelScaling {
+    /// `pixel / 255`, in `[0, 1]` (the seed recipe's `transforms.ToTensor()`).
+    #[default]
+    UnitRange,
+    /// `(pixel / 255 - 0.1307) / 0.3081`, MNIST's mean and standard deviation.
+    MnistStandardized,
+}
+
+/// Whether a run starts from scratch or continues from its newest checkpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StartPolicy {
+    /// Start from freshly initialized weights (the run folder's files are replaced).
+    #[default]
+    Fresh,
+    /// Continue from the newest checkpoint in the run folder.
+    ResumeLatestCheckpoint,
+}
+
+/// Everything a training run needs to know. [`TrainConfig::recipe`] gives the seed recipe:
+/// 2 epochs of SGD at lr 0.01, batches of 64, shuffled, pixels in `[0, 1]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// Where the computation runs.
+    pub backend: BackendChoice,
+    /// The dataset folder (MNIST's four files, raw or `.gz`).
+    pub data_folder: PathBuf,
+    /// The run folder: metrics, checkpoints, reports and plots go here.
+    pub run_folder: PathBuf,
+    /// The layer sizes.
+    pub model: SimpleNnConfig,
+    /// Passes over the training split.
+    pub epochs: usize,
+    /// Samples per batch.
+    pub batch_size: usize,
+    /// SGD's learning rate.
+    pub learning_rate: f64,
+    /// SGD momentum (PyTorch's semantics: no dampening), if any.
+    pub momentum: Option<f64>,
+    /// L2 weight decay, if any.
+    pub weight_decay: Option<f32>,
+    /// Seeds the weights and every epoch's shuffle.
+    pub seed: u64,
+    /// Loader worker threads (0: batches are made on the training thread).
+    pub workers: usize,
+    /// Pixel scaling.
+    pub pixel_scaling: PixelScaling,
+    /// Train on the first N samples of the training split only (for quick runs and tests).
+    pub training_sample_limit: Option<usize>,
+    /// Stop after this many epochs have completed in total, as if interrupted (for tests of
+    /// `--resume`); the checkpoint of the last completed epoch is written as usual.
+    pub stop_after_epochs: Option<usize>,
+    /// Fresh start or resume.
+    pub start: StartPolicy,
+    /// Progress bar or not.
+    pub progress: ProgressDisplay,
+    /// Interval of the background memory sampler.
+    pub memory_sample_interval: Duration,
+}
+
+impl TrainConfig {
+    /// The seed recipe on `backend`, reading `data_folder` and writing to `run_folder`.
+    pub fn recipe(backend: BackendChoice, data_folder: PathBuf, run_folder: PathBuf) -> Self {
+        TrainConfig {
+            backend,
+            data_folder,
+            run_folder,
+            model: SimpleNnConfig::new(),
+            epochs: 2,
+            batch_size: 64,
+            learning_rate: 0.01,
+            momentum: None,
+            weight_decay: None,
+            seed: 42,
+            workers: 0,
+            pixel_scaling: PixelScaling::UnitRange,
+            training_sample_limit: None,
+            stop_after_epochs: None,
+            start: StartPolicy::Fresh,
+            progress: ProgressDisplay::Bar,
+            memory_sample_interval: Duration::from_millis(20),
+        }
+    }
+
+    /// The settings a resumed run must share with the run it continues.
+    pub fn identity(&self) -> RunIdentity {
+        RunIdentity {
+            model: self.model.clone(),
+            batch_size: self.batch_size,
+            learning_rate: self.learning_rate,
+            momentum: self.momentum,
+            weight_decay: self.weight_decay,
+            seed: self.seed,
+            pixel_scaling: self.pixel_scaling,
+            training_sample_limit: self.training_sample_limit,
+            data_folder: self.data_folder.clone(),
+        }
+    }
+
+    /// [`TrainError::InvalidConfig`] for the first setting out of range.
+    pub(super) fn validate(&self) -> Result<(), TrainError> {
+        let invalid = |setting, message: &str| {
+            Err(TrainError::InvalidConfig {
+                setting,
+                message: message.to_string(),
+            })
+        };
+        if self.epochs == 0 {
+            return invalid("epochs", "must be at least 1");
+        }
+        if self.batch_size == 0 {
+            return invalid("batch size", "must be at least 1");
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return invalid("learning rate", "must be a positive number");
+        }
+        if self.training_sample_limit == Some(0) {
+            return invalid("training sample limit", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// SGD with the configured momentum and weight decay.
+    pub(super) fn optimizer(&self) -> ModuleOptimizer {
+        let mut sgd = SgdConfig::new();
+        if let Some(momentum) = self.momentum {
+            sgd = sgd.with_momentum(Some(
+                MomentumConfig::new()
+                    .with_momentum(momentum)
+                    .with_dampening(0.0),
+            ));
+        }
+        if let Some(penalty) = self.weight_decay {
+            sgd = sgd.with_weight_decay(Some(WeightDecayConfig::new(penalty)));
+        }
+        sgd.init()
+    }
+
+    /// What the loaders make of the pixels.
+    pub(super) fn pixel_format(&self) -> PixelFormat {
+        match self.pixel_scaling {
+            PixelScaling::UnitRange => PixelFormat::UnitF32,
+            PixelScaling::MnistStandardized => PixelFormat::NormalizedF32(Normalization::MNIST),
+        }
+    }
+
+    /// The epochs this call runs up to (counted from 1): all of them, or fewer when
+    /// [`TrainConfig::stop_after_epochs`] interrupts the run.
+    pub(super) fn last_epoch(&self) -> usize {
+        self.stop_after_epochs
+            .map_or(self.epochs, |stop| stop.min(self.epochs))
+    }
+
+    /// The training loader's settings for a training split of `training_len` samples: shuffled
+    /// every epoch, or a shuffled subset when [`TrainConfig::training_sample_limit`] is set.
+    pub(super) fn training_loader_config(&self, training_len: usize) -> LoaderConfig {
+        let sampling = match self.training_sample_limit {
+            Some(limit) => Sampling::Subset {
+                indices: (0..limit.min(training_len)).collect(),
+                order: Order::Shuffled,
+            },
+            None => Sampling::Shuffled,
+        };
+        LoaderConfig {
+            batch_size: self.batch_size,
+            drop_last: false,
+            sampling,
+            seed: self.seed,
+            num_workers: self.workers,
+            prefetch: 2,
+            pixel_format: self.pixel_format(),
+        }
+    }
+}
+
+/// The settings a resumed run must share with the run it continues: stored in every
+/// checkpoint ([`CheckpointState::run_identity`](crate::CheckpointState::run_identity)) and
+/// compared field by field ([`RunIdentity::differences`]) before a resume. The rest of a
+/// [`TrainConfig`] (backend, workers, epochs, progress bar, run folder) may change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunIdentity {
+    /// The layer sizes.
+    pub model: SimpleNnConfig,
+    /// Samples per batch.
+    pub batch_size: usize,
+    /// SGD's learning rate.
+    pub learning_rate: f64,
+    /// SGD momentum, if any.
+    pub momentum: Option<f64>,
+    /// L2 weight decay, if any.
+    pub weight_decay: Option<f32>,
+    /// The seed of the weights and of every epoch's shuffle.
+    pub seed: u64,
+    /// Pixel scaling.
+    pub pixel_scaling: PixelScaling,
+    /// The training sample limit, if any.
+    pub training_sample_limit: Option<usize>,
+    /// The dataset folder, as given.
+    pub data_folder: PathBuf,
+}
+
+/// One setting on which two runs differ, with both values (as Rust writes them: `Some(0.9)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityDifference {
+    /// The setting (`"learning rate"`).
+    pub setting: &'static str,
+    /// Its value in the checkpoint's run.
+    pub checkpoint: String,
+    /// Its value in this run.
+    pub this_run: String,
+}
+
+impl fmt::Display for IdentityDifference {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "{} is {} in the checkpoint, {} in this run",
+            self.setting, self.checkpoint, self.this_run
+        )
+    }
+}
+
+impl RunIdentity {
+    /// Every setting on which `self` (a checkpoint's) and `this_run` differ; empty when a
+    /// resume may go ahead.
+    pub fn differences(&self, this_run: &RunIdentity) -> Vec<IdentityDifference> {
+        // Destructured, so that a field added to `RunIdentity` must be compared here.
+        let RunIdentity {
+            model,
+            batch_size,
+            learning_rate,
+            momentum,
+            weight_decay,
+            seed,
+            pixel_scaling,
+            training_sample_limit,
+            data_folder,
+        } = self;
+        [
+            difference("model", model, &this_run.model),
+            difference("batch size", batch_size, &this_run.batch_size),
+            difference("learning rate", learning_rate, &this_run.learning_rate),
+            difference("momentum", momentum, &this_run.momentum),
+            difference("weight decay", weight_decay, &this_run.weight_decay),
+            difference("seed", seed, &this_run.seed),
+            difference("pixel scaling", pixel_scaling, &this_run.pixel_scaling),
+            difference(
+                "training sample limit",
+                training_sample_limit,
+                &this_run.training_sample_limit,
+            ),
+            difference("data folder", data_folder, &this_run.data_folder),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+fn difference<T: PartialEq + fmt::Debug>(
+    setting: &'static str,
+    checkpoint: &T,
+    this_run: &T,
+) -> Option<IdentityDifference> {
+    (checkpoint != this_run).then(|| IdentityDifference {
+        setting,
+        checkpoint: format!("{checkpoint:?}"),
+        this_run: format!("{this_run:?}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> TrainConfig {
+        TrainConfig::recipe(BackendChoice::Ndarray, "data".into(), "run".into())
+    }
+
+    #[test]
+    fn the_same_settings_have_no_difference() {
+        let config = config();
+        let other_run = TrainConfig {
+            epochs: 5,
+            workers: 3,
+            run_folder: "elsewhere".into(),
+            progress: ProgressDisplay::Hidden,
+            ..config.clone()
+        };
+        assert_eq!(config.identity(), other_run.identity());
+        assert!(
+            config
+                .identity()
+                .differences(&other_run.identity())
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn each_differing_setting_is_named_with_both_values() {
+        let checkpoint = config().identity();
+        let this_run = TrainConfig {
+            learning_rate: 0.5,
+            momentum: Some(0.9),
+            data_folder: "other-data".into(),
+            ..config()
+        }
+        .identity();
+        let differences = checkpoint.differences(&this_run);
+        let text: Vec<String> = differences.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "learning rate is 0.01 in the checkpoint, 0.5 in this run",
+                "momentum is None in the checkpoint, Some(0.9) in this run",
+                r#"data folder is "data" in the checkpoint, "other-data" in this run"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn the_identity_round_trips_through_json() {
+        let identity = TrainConfig {
+            weight_decay: Some(1e-4),
+            training_sample_limit: Some(640),
+            ..config()
+        }
+        .identity();
+        let json = serde_json::to_string(&identity).unwrap();
+        assert_eq!(
+            serde_json::from_str::<RunIdentity>(&json).unwrap(),
+            identity
+        );
+    }
+}

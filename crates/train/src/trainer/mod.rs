@@ -1,0 +1,108 @@
+//! The training loop: the seed recipe (SGD, batch 64, shuffled, N epochs, evaluation after
+//! each), on any backend, with metrics, checkpoints, resume, the memory timeline and the
+//! release report.
+//!
+//! [`train`] runs in phases, one module each, in the order a run passes them:
+//!
+//! 1. `resume`: prepare or resume, everything before the memory baseline (checked settings,
+//!    device, run folder and `config.json`, the `warm_up`, whether and from where to resume,
+//!    the metrics files);
+//! 2. `measurement`: the baseline, then the timeline and release report all run long;
+//! 3. `epochs`: the training loader's scope, one epoch at a time, each evaluated
+//!    (`evaluation`) and checkpointed;
+//! 4. `release`: the memory given back step by step, each [`ReleaseStage`](crate::ReleaseStage)
+//!    measured.
+//!
+//! `config` holds [`TrainConfig`] and everything decided from it.
+
+mod config;
+mod epochs;
+mod evaluation;
+mod measurement;
+mod release;
+mod resume;
+mod warm_up;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use reclaim_dataset::DatasetSplits;
+
+pub use config::{IdentityDifference, PixelScaling, RunIdentity, StartPolicy, TrainConfig};
+pub use evaluation::{Evaluation, evaluate_weights};
+
+use crate::release::ReleaseReport;
+use crate::{EpochMetrics, TrainError};
+use epochs::EpochRun;
+use measurement::RunMeasurement;
+use resume::{PreparedRun, TrainingState};
+
+/// What a finished run leaves behind, besides its files.
+#[derive(Clone, Debug)]
+pub struct TrainRun {
+    /// Every epoch's metrics, resumed ones included.
+    pub epochs: Vec<EpochMetrics>,
+    /// The final weights' file, in burnpack format (the same weights as the last checkpoint).
+    pub final_weights_path: PathBuf,
+    /// Memory at each step of the release.
+    pub release: ReleaseReport,
+    /// Wall-clock seconds of the whole call, opening and release included.
+    pub total_seconds: f64,
+    /// Peak bytes held by the training loader's buffers and queue.
+    pub peak_loader_bytes: u64,
+    /// The run folder.
+    pub run_folder: PathBuf,
+}
+
+impl TrainRun {
+    /// The test accuracy after the last epoch.
+    pub fn final_test_accuracy(&self) -> Option<f64> {
+        self.epochs.last().map(|epoch| epoch.test_accuracy)
+    }
+}
+
+/// Trains, evaluates after each epoch, checkpoints, then releases everything in the PyTorch
+/// recipe's order and measures memory after each step.
+pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
+    let started = Instant::now();
+    let PreparedRun {
+        device,
+        training_device,
+        identity,
+        resumed,
+        mut progress,
+        mut writers,
+        final_weights_path,
+    } = resume::prepare_or_resume(config)?;
+    // Everything the measurement itself needs exists from here on: the baseline.
+    let mut measurement = RunMeasurement::start_at_baseline(config, &device)?;
+
+    let state = TrainingState::fresh_or_resumed(config, &training_device, resumed.as_ref())?;
+    // SAFETY: the files are the dataset's (or the decompression cache that reclaim-dataset
+    // writes beside them); Reclaim never modifies them while they are mapped, and users are
+    // told in the documentation not to change a dataset folder during a run.
+    let splits = unsafe { DatasetSplits::open_mapped(&config.data_folder)? };
+    measurement.mark("dataset opened");
+    let mut epoch_run = EpochRun {
+        config,
+        device: &device,
+        training_device: &training_device,
+        identity: &identity,
+        progress: &mut progress,
+        writers: &mut writers,
+        measurement: &mut measurement,
+    };
+    let (state, peak_loader_bytes) = epochs::train_epochs(&mut epoch_run, &splits, state)?;
+
+    release::release_in_order(splits, state, &mut measurement, &final_weights_path)?;
+    drop(writers);
+    let release = measurement.finish(&config.run_folder)?;
+    Ok(TrainRun {
+        epochs: progress.epoch_metrics,
+        final_weights_path,
+        release,
+        total_seconds: started.elapsed().as_secs_f64(),
+        peak_loader_bytes: peak_loader_bytes as u64,
+        run_folder: config.run_folder.clone(),
+    })
+}

@@ -1,0 +1,41 @@
+//! The release: the run's memory given back in the PyTorch recipe's order, each step measured.
+
+use std::path::Path;
+
+use reclaim_dataset::DatasetSplits;
+use reclaim_model::WeightFormat;
+
+use super::measurement::RunMeasurement;
+use super::resume::TrainingState;
+use crate::files::write_file_atomically;
+use crate::{ReleaseStage, TrainError};
+
+/// Gives the run's memory back, recording each [`ReleaseStage`] after `Trained`:
+/// `del loader` (the training loader's scope has just ended), `del dataset` (both splits
+/// dropped, their files unmapped), `torch.cuda.empty_cache()` (the final weights written, the
+/// optimizer dropped, the device pool cleaned), `del model` (the pool cleaned again).
+pub(super) fn release_in_order(
+    splits: DatasetSplits,
+    state: TrainingState,
+    measurement: &mut RunMeasurement,
+    final_weights_path: &Path,
+) -> Result<(), TrainError> {
+    // The scope has ended: the loader, its epochs and every worker thread are gone.
+    measurement.record_release(ReleaseStage::LoaderScopeEnded);
+
+    drop(splits);
+    measurement.record_release(ReleaseStage::DatasetDropped);
+
+    let TrainingState { model, optimizer } = state;
+    let final_weights = model.to_weight_bytes(WeightFormat::Burnpack)?;
+    write_file_atomically(final_weights_path, &final_weights)?;
+    drop(final_weights);
+    drop(optimizer);
+    measurement.device().memory_cleanup();
+    measurement.record_release(ReleaseStage::DeviceMemoryCleanedUp);
+
+    drop(model);
+    measurement.device().memory_cleanup();
+    measurement.record_release(ReleaseStage::ModelDropped);
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Prepare or resume: everything a run makes before its memory baseline — the checked
+//! configuration, the device, the run folder and its `config.json`, the warm-up, the decision
+//! to resume and from where, and the metrics files — and, after the baseline, the model and
+//! optimizer, fresh or from the checkpoint.
+
+use std::path::PathBuf;
+
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use reclaim_loader::LoaderState;
+use reclaim_model::SimpleNn;
+
+use super::config::{RunIdentity, StartPolicy, TrainConfig};
+use super::warm_up::warm_up;
+use crate::checkpoint::{
+    CheckpointState, latest_checkpoint, load_checkpoint, read_checkpoint_state,
+};
+use crate::files::write_file_atomically;
+use crate::metrics::{JsonLinesWriter, read_json_lines};
+use crate::{EpochMetrics, RunFile, StepMetrics, TrainError};
+
+/// What the preparation leaves for the measured part of the run. All of it exists before the
+/// baseline, and lives until the release has been measured.
+pub(super) struct PreparedRun {
+    /// The device evaluation and the memory measurement read.
+    pub device: Device,
+    /// The same device with autodiff, for training.
+    pub training_device: Device,
+    /// What the run's checkpoints record of its settings.
+    pub identity: RunIdentity,
+    /// The checkpoint a resumed run continues from.
+    pub resumed: Option<ResumePoint>,
+    /// Where the run stands.
+    pub progress: RunProgress,
+    /// `metrics.jsonl` and `steps.jsonl`, open for appending.
+    pub writers: MetricsWriters,
+    /// The final weights' path, returned in `TrainRun`: made before the baseline, so that it
+    /// does not count as memory the run failed to give back.
+    pub final_weights_path: PathBuf,
+}
+
+/// A checkpoint a resumed run continues from: its folder and state.
+pub(super) struct ResumePoint {
+    pub path: PathBuf,
+    pub state: CheckpointState,
+}
+
+/// Where a run stands: a fresh run at zero, a resumed one where its checkpoint left off.
+pub(super) struct RunProgress {
+    /// Every completed epoch's metrics (room reserved for all the run's epochs).
+    pub epoch_metrics: Vec<EpochMetrics>,
+    /// Optimizer steps taken so far.
+    pub steps_completed: usize,
+    /// Where the training loader is: the next epoch starts here.
+    pub loader_state: LoaderState,
+}
+
+/// The JSON-lines files the epochs append to.
+pub(super) struct MetricsWriters {
+    /// `metrics.jsonl`.
+    pub epochs: JsonLinesWriter,
+    /// `steps.jsonl`.
+    pub steps: JsonLinesWriter,
+}
+
+/// The model being trained and its optimizer.
+pub(super) struct TrainingState {
+    pub model: SimpleNn,
+    pub optimizer: ModuleOptimizer,
+}
+
+/// Checks the configuration, makes the device (first: a run that cannot start leaves no
+/// folder behind), writes the run folder's `config.json`, warms up, decides whether and from
+/// where to resume, and opens the metrics files.
+pub(super) fn prepare_or_resume(config: &TrainConfig) -> Result<PreparedRun, TrainError> {
+    config.validate()?;
+    let device = config.backend.device()?;
+    let run_folder = &config.run_folder;
+    std::fs::create_dir_all(run_folder).map_err(|error| TrainError::io(run_folder, error))?;
+    let config_json = serde_json::to_vec_pretty(config).expect("config serializes");
+    write_file_atomically(&RunFile::Config.path_in(run_folder), &config_json)?;
+    drop(config_json);
+
+    device.seed(config.seed);
+    let training_device = device.clone().autodiff();
+    warm_up(&training_device, &device, config)?;
+    device.seed(config.seed);
+
+    let identity = config.identity();
+    let resumed = resume_point(config, &identity)?;
+    let progress = RunProgress::starting_at(config, resumed.as_ref());
+    let writers = MetricsWriters::open(config, &progress, resumed.is_some())?;
+    Ok(PreparedRun {
+        device,
+        training_device,
+        identity,
+        resumed,
+        progress,
+        writers,
+        final_weights_path: RunFile::FinalWeights.path_in(run_folder),
+    })
+}
+
+/// The newest checkpoint, for a resumed run: [`TrainError::NoCheckpoint`] without one, and
+/// [`TrainError::Checkpoint`] naming every differing setting when it was written by a run with
+/// another [`RunIdentity`].
+fn resume_point(
+    config: &TrainConfig,
+    identity: &RunIdentity,
+) -> Result<Option<ResumePoint>, TrainError> {
+    if config.start == StartPolicy::Fresh {
+        return Ok(None);
+    }
+    let run_folder = &config.run_folder;
+    let path = latest_checkpoint(run_folder).ok_or_else(|| TrainError::NoCheckpoint {
+        folder: run_folder.clone(),
+    })?;
+    let state = read_checkpoint_state(&path)?;
+    let differences = state.run_identity.differences(identity);
+    if !differences.is_empty() {
+        let differences: Vec<String> = differences.iter().map(ToString::to_string).collect();
+        return Err(TrainError::Checkpoint {
+            path,
+            message: format!(
+                "written by a run with other settings: {}",
+                differences.join("; ")
+            ),
+        });
+    }
+    Ok(Some(ResumePoint { path, state }))
+}
+
+impl RunProgress {
+    fn starting_at(config: &TrainConfig, resumed: Option<&ResumePoint>) -> Self {
+        let resumed = resumed.map(|point| &point.state);
+        let mut epoch_metrics: Vec<EpochMetrics> = resumed
+            .map(|state| state.epoch_metrics.clone())
+            .unwrap_or_default();
+        epoch_metrics.reserve(config.epochs);
+        RunProgress {
+            epoch_metrics,
+            steps_completed: resumed.map_or(0, |state| state.steps_completed),
+            loader_state: resumed.map_or(
+                LoaderState {
+                    seed: config.seed,
+                    epoch: 0,
+                    position: 0,
+                },
+                |state| state.loader_state,
+            ),
+        }
+    }
+}
+
+impl MetricsWriters {
+    /// Rewrites `metrics.jsonl` and `steps.jsonl` with what the run has recorded so far (a
+    /// resumed run keeps what its checkpoint had recorded, nothing after), then opens both for
+    /// appending.
+    fn open(
+        config: &TrainConfig,
+        progress: &RunProgress,
+        resumed: bool,
+    ) -> Result<Self, TrainError> {
+        let epochs_path = RunFile::EpochMetrics.path_in(&config.run_folder);
+        let steps_path = RunFile::StepMetrics.path_in(&config.run_folder);
+        let kept_steps: Vec<StepMetrics> = if resumed {
+            read_json_lines::<StepMetrics>(&steps_path)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|record| record.step <= progress.steps_completed)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        JsonLinesWriter::write_all_atomically(&epochs_path, &progress.epoch_metrics)?;
+        JsonLinesWriter::write_all_atomically(&steps_path, &kept_steps)?;
+        drop(kept_steps);
+        Ok(MetricsWriters {
+            epochs: JsonLinesWriter::append(epochs_path)?,
+            steps: JsonLinesWriter::append(steps_path)?,
+        })
+    }
+}
+
+impl TrainingState {
+    /// The model and optimizer: freshly initialized from the run's seed, then loaded from the
+    /// checkpoint when the run resumes.
+    pub(super) fn fresh_or_resumed(
+        config: &TrainConfig,
+        training_device: &Device,
+        resumed: Option<&ResumePoint>,
+    ) -> Result<Self, TrainError> {
+        let model = config.model.init_seeded(training_device, config.seed);
+        let optimizer = config.optimizer();
+        let Some(point) = resumed else {
+            return Ok(TrainingState { model, optimizer });
+        };
+        let loaded = load_checkpoint(&point.path, model, optimizer)?;
+        Ok(TrainingState {
+            model: loaded.model,
+            optimizer: loaded.optimizer,
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! The warm-up before the baseline: the run's code paths, once, on the run's batch shapes.
+
+use std::time::Duration;
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor};
+use reclaim_dataset::DatasetSplits;
+use reclaim_loader::{ImageShape, Loader, LoaderConfig, RawImages, Sampling};
+use reclaim_model::SimpleNn;
+
+use super::config::TrainConfig;
+use super::epochs::training_step;
+use super::evaluation::{EVALUATION_BATCH_SIZE, evaluate_source};
+use crate::TrainError;
+
+/// The batch sizes a run will see: full batches and the last, partial one of each split.
+struct RunShapes {
+    /// Samples of the warm-up's training source: two full batches and the run's partial one.
+    training_samples: usize,
+    /// Samples of the warm-up's evaluation source: a full evaluation batch (or the whole test
+    /// split when it is smaller) and the run's partial one.
+    evaluation_samples: usize,
+}
+
+impl RunShapes {
+    /// The shapes of a run of `config` on the dataset folder's splits. The splits are opened
+    /// only for their sizes and dropped again (they are opened anew after the baseline, where
+    /// their memory is measured).
+    fn of_run(config: &TrainConfig) -> Result<Self, TrainError> {
+        // SAFETY: the files are the dataset's (or the decompression cache that reclaim-dataset
+        // writes beside them); Reclaim never modifies them while they are mapped, and users
+        // are told in the documentation not to change a dataset folder during a run.
+        let splits = unsafe { DatasetSplits::open_mapped(&config.data_folder)? };
+        let (training_len, test_len) = (splits.train.len(), splits.test.len());
+        let trained = config
+            .training_sample_limit
+            .map_or(training_len, |limit| limit.min(training_len));
+        let evaluation_tail = if test_len > EVALUATION_BATCH_SIZE {
+            test_len % EVALUATION_BATCH_SIZE
+        } else {
+            0
+        };
+        Ok(RunShapes {
+            training_samples: config.batch_size * 2 + trained % config.batch_size,
+            evaluation_samples: test_len.min(EVALUATION_BATCH_SIZE) + evaluation_tail,
+        })
+    }
+}
+
+/// Runs the training and evaluation code paths once on a small synthetic source with the batch
+/// shapes of the run, so that the backend's and the standard library's one-time state
+/// (runtimes, thread pools, kernels compiled per shape, lazily initialized globals) exists
+/// before memory is measured: what remains after release is then what the run itself failed to
+/// give back, not one-time setup.
+pub(super) fn warm_up(
+    training_device: &Device,
+    device: &Device,
+    config: &TrainConfig,
+) -> Result<(), TrainError> {
+    let shapes = RunShapes::of_run(config)?;
+    // The first time a thread blocks on a standard channel, as the training thread does when it
+    // waits for a worker's batch, the standard library gives that thread a small context that
+    // lives as long as the thread. Whether training blocks at all depends on the scheduler, so
+    // block once here: the context then exists before the baseline, whatever happens later.
+    let (_sender, receiver) = std::sync::mpsc::sync_channel::<()>(1);
+    let _ = receiver.recv_timeout(Duration::from_millis(1));
+
+    let samples = shapes.training_samples.max(shapes.evaluation_samples);
+    let pixels = vec![0u8; samples * config.model.input_size];
+    let labels = vec![0u8; samples];
+    let synthetic = |count: usize| {
+        let shape = ImageShape {
+            height: 1,
+            width: config.model.input_size,
+        };
+        RawImages::new(
+            &pixels[..count * config.model.input_size],
+            &labels[..count],
+            shape,
+        )
+    };
+    let model = warm_up_training(
+        training_device,
+        device,
+        config,
+        &synthetic(shapes.training_samples)?,
+    )?;
+    evaluate_source(
+        &model.valid(),
+        &synthetic(shapes.evaluation_samples)?,
+        config.pixel_format(),
+        device,
+    )?;
+    training_device.sync().map_err(|error| TrainError::Device {
+        message: format!("{error:?}"),
+    })
+}
+
+/// One shuffled epoch of training steps over `source`, as the run's epochs step.
+fn warm_up_training(
+    training_device: &Device,
+    device: &Device,
+    config: &TrainConfig,
+    source: &RawImages<'_>,
+) -> Result<SimpleNn, TrainError> {
+    let loader = Loader::new(
+        source,
+        LoaderConfig {
+            batch_size: config.batch_size,
+            sampling: Sampling::Shuffled,
+            num_workers: config.workers,
+            pixel_format: config.pixel_format(),
+            ..LoaderConfig::default()
+        },
+    )?;
+    let model = config.model.init(training_device);
+    let mut optimizer = config.optimizer();
+    std::thread::scope(|scope| -> Result<SimpleNn, TrainError> {
+        let mut model = model;
+        let epoch = loader.epoch(scope, 0)?;
+        let mut loss_sum = Tensor::<1>::zeros([1], device);
+        for batch in &epoch {
+            let loss;
+            (model, loss) = training_step(
+                model,
+                &mut optimizer,
+                config.learning_rate,
+                batch?.into_tensors::<2>(training_device)?,
+            );
+            loss_sum = loss_sum + loss;
+        }
+        let _ = loss_sum.into_scalar::<f32>();
+        Ok(model)
+    })
+}
