@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use reclaim_report::{RunRecords, draw_run_records, epoch_table};
-use reclaim_train::ReleaseReport;
+use reclaim_train::{ReleaseReport, RunFile};
 
 /// Arguments of `reclaim report`.
 #[derive(Debug, clap::Args)]

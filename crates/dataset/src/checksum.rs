@@ -1,7 +1,7 @@
 //! SHA-256 verification of decompressed dataset files against the catalogue.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -23,7 +23,8 @@ pub fn sha256_of_file(path: &Path) -> Result<String> {
     let file = File::open(path).map_err(|error| DatasetError::io(path, error))?;
     let mut hasher = Sha256::new();
     // Writing into the hasher cannot fail: any error is the file's.
-    std::io::copy(&mut BufReader::with_capacity(1 << 20, file), &mut hasher).map_err(|error| DatasetError::io(path, error))?;
+    std::io::copy(&mut BufReader::with_capacity(1 << 20, file), &mut hasher)
+        .map_err(|error| DatasetError::io(path, error))?;
     Ok(format!("{:x}", hasher.finalize()))
 }
 

@@ -70,9 +70,7 @@ pub enum DatasetError {
         length: u64,
     },
     /// The product of the dimensions times the element size (plus the header) overflows.
-    #[error(
-        "{path}: IDX dimensions overflow: the data size does not fit in 64 bits or in memory"
-    )]
+    #[error("{path}: IDX dimensions overflow: the data size does not fit in 64 bits or in memory")]
     SizeOverflow {
         /// The file.
         path: PathBuf,

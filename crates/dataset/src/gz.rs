@@ -97,11 +97,12 @@ pub(crate) fn copy_validated_idx(
         writer,
         failure: None,
     };
-    let copied = std::io::copy(&mut (&mut reader).take(header.data_length()), &mut kept)
-        .map_err(|error| match kept.failure.take() {
+    let copied = std::io::copy(&mut (&mut reader).take(header.data_length()), &mut kept).map_err(
+        |error| match kept.failure.take() {
             Some(failure) => write_error(failure),
             None => read_error(error),
-        })?;
+        },
+    )?;
     if copied < header.data_length() {
         return Err(DatasetError::Truncated {
             path: path.to_path_buf(),

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reclaim_train::{EpochMetrics, StepMetrics, TimelineSample, RunFile};
+use reclaim_train::{EpochMetrics, RunFile, StepMetrics, TimelineSample};
 
 use crate::ReportError;
 use crate::draw::{BarsFigure, CurvesFigure, MemoryFigure, PlotPaths, render_and_write};
@@ -30,19 +30,19 @@ pub fn draw_run_plots(run_folder: &Path) -> Result<PlotFiles, ReportError> {
 /// Draws the figures of `records` (read from `run_folder`) into `run_folder`; see
 /// [`draw_run_plots`].
 pub fn draw_run_records(records: &RunRecords, run_folder: &Path) -> Result<PlotFiles, ReportError> {
-    let steps_path = RunFile::StepMetrics.path_in(&run_folder);
+    let steps_path = RunFile::StepMetrics.path_in(run_folder);
     if records.steps.is_empty() && records.epochs.is_empty() {
         return Err(ReportError::NothingToDraw {
             path: steps_path,
             reason: format!(
                 "no training step is recorded, and {} holds no epoch",
-                RunFile::EpochMetrics.path_in(&run_folder).display()
+                RunFile::EpochMetrics.path_in(run_folder).display()
             ),
         });
     }
     if records.samples.is_empty() {
         return Err(ReportError::NothingToDraw {
-            path: RunFile::MemoryTimeline.path_in(&run_folder),
+            path: RunFile::MemoryTimeline.path_in(run_folder),
             reason: "the memory timeline holds no sample".into(),
         });
     }

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use indicatif::HumanBytes;
-use reclaim_train::{EpochMetrics, TrainRun, RunFile};
+use reclaim_train::{EpochMetrics, RunFile, TrainRun};
 
 /// The epochs as a text table, one line each, as `reclaim train` and `reclaim report` print
 /// them: losses, test accuracy, training and evaluation seconds, training samples per second.
@@ -64,7 +64,7 @@ pub fn run_summary(run: &TrainRun) -> String {
 mod tests {
     use super::*;
     use reclaim_memory::MemorySnapshot;
-    use reclaim_train::ReleaseReport;
+    use reclaim_train::{ReleaseReport, ReleaseStage};
 
     fn epoch(number: usize, accuracy: f64) -> EpochMetrics {
         EpochMetrics {
@@ -98,8 +98,8 @@ mod tests {
             ..MemorySnapshot::default()
         };
         let mut release = ReleaseReport::default();
-        release.record("before loading", heap(10 * 1024 * 1024));
-        release.record("model dropped", heap(10 * 1024 * 1024 - 2048));
+        release.record(ReleaseStage::BeforeLoading, heap(10 * 1024 * 1024));
+        release.record(ReleaseStage::ModelDropped, heap(10 * 1024 * 1024 - 2048));
         let run = TrainRun {
             epochs: vec![epoch(1, 0.8512), epoch(2, 0.8942)],
             final_weights_path: "runs/example/model.bpk".into(),

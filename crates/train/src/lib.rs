@@ -44,15 +44,14 @@ pub use checkpoint::{
 };
 pub use error::TrainError;
 pub use files::RunFile;
-pub(crate) use files::write_file_atomically;
 pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
+/// Bar or nothing on the terminal while training ([`TrainConfig::progress`]); defined in
+/// reclaim-dataset, where downloads use it too.
+pub use reclaim_dataset::ProgressDisplay;
 pub use reclaim_memory::{
     CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
     peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
-/// Bar or nothing on the terminal while training ([`TrainConfig::progress`]); defined in
-/// reclaim-dataset, where downloads use it too.
-pub use reclaim_dataset::ProgressDisplay;
 pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
 pub use timeline::{MemoryTimeline, TimelineSample};
 pub use trainer::{

@@ -17,7 +17,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
-use reclaim_train::write_file_atomically;
+use reclaim_dataset::DatasetError;
 
 use crate::ReportError;
 
@@ -148,9 +148,19 @@ pub(crate) fn render_and_write<F: Figure>(
         path: paths.svg.clone(),
         message,
     })?;
-    write_file_atomically(&paths.svg, svg.as_bytes())?;
-    write_file_atomically(&paths.png, &png)?;
-    Ok(())
+    write_figure_file(&paths.svg, svg.as_bytes())?;
+    write_figure_file(&paths.png, &png)
+}
+
+/// Writes one figure file through the workspace's atomic write; its failure names the file.
+fn write_figure_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), ReportError> {
+    reclaim_dataset::write_file_atomically(path, bytes).map_err(|error| match error {
+        DatasetError::Io { path, source } => ReportError::Io { path, source },
+        other => ReportError::Drawing {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    })
 }
 
 /// A panel's chart: its caption (text and size), a 14-pixel margin, the room for the x and y

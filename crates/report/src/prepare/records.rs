@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reclaim_train::{EpochMetrics, StepMetrics, TimelineSample, read_json_lines, RunFile};
+use reclaim_train::{EpochMetrics, RunFile, StepMetrics, TimelineSample, read_json_lines};
 
 use crate::ReportError;
 

@@ -7,10 +7,10 @@ use std::path::Path;
 use burn::tensor::Device;
 
 use super::config::TrainConfig;
-use reclaim_memory::MemorySnapshot;
 use crate::release::{ReleaseReport, ReleaseStage};
 use crate::timeline::MemoryTimeline;
 use crate::{RunFile, TrainError};
+use reclaim_memory::MemorySnapshot;
 
 /// The timeline and the release report of one run.
 pub(super) struct RunMeasurement {
