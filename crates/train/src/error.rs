@@ -28,6 +28,16 @@ pub enum TrainError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A line of a JSON-lines file (metrics, steps, memory timeline) is not a record of it.
+    #[error("{path}, line {line}: not a valid record")]
+    Record {
+        /// The file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// What the JSON parser reported.
+        source: serde_json::Error,
+    },
     /// Opening or validating the dataset failed.
     #[error("the dataset cannot be used")]
     Dataset(#[from] reclaim_dataset::DatasetError),

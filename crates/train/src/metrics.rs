@@ -105,12 +105,10 @@ pub fn read_json_lines<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<Ve
         if line.trim().is_empty() {
             continue;
         }
-        let record = serde_json::from_str(&line).map_err(|error| TrainError::Io {
+        let record = serde_json::from_str(&line).map_err(|source| TrainError::Record {
             path: path.to_path_buf(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("line {}: {error}", index + 1),
-            ),
+            line: index + 1,
+            source,
         })?;
         records.push(record);
     }
