@@ -39,13 +39,13 @@ pub enum TrainError {
         source: serde_json::Error,
     },
     /// Opening or validating the dataset failed.
-    #[error("the dataset cannot be used")]
+    #[error(transparent)]
     Dataset(#[from] reclaim_dataset::DatasetError),
     /// The loader failed (a worker panicked, say).
-    #[error("the loader failed")]
+    #[error(transparent)]
     Loader(#[from] reclaim_loader::LoaderError),
     /// Saving or loading the model's weights failed.
-    #[error("the model's weights cannot be saved or loaded")]
+    #[error(transparent)]
     Model(#[from] reclaim_model::ModelError),
     /// A checkpoint is unreadable or does not fit this run.
     #[error("checkpoint {path}: {message}")]
