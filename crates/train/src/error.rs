@@ -1,6 +1,10 @@
 use std::path::PathBuf;
 
 /// Everything that can go wrong in `reclaim-train`.
+///
+/// No message repeats its cause: `Io` keeps the operating system's error as its `source()`, and
+/// `Dataset`, `Loader` and `Model` are transparent (their message and `source()` are the inner
+/// error's). Print the chain (anyhow's `{:#}`) to see every cause.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TrainError {
