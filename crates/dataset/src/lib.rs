@@ -55,12 +55,13 @@ mod fetch;
 mod gz;
 mod header;
 mod image_dataset;
+mod open;
 mod writer;
 
 pub use array::{AccessPattern, IdxArray, StorageKind};
 pub use catalogue::{
-    CatalogueFile, DATA_FOLDER_VARIABLE, Family, Split, SplitFiles, default_data_folder,
-    workspace_data_folder,
+    CatalogueFile, DATA_FOLDER_VARIABLE, DataFolderOrigin, Family, Split, SplitFiles,
+    default_data_folder, resolve_data_folder, workspace_data_folder,
 };
 pub use checksum::{
     FileVerification, sha256_hex, sha256_of_file, verify_dataset_folder, verify_file,
@@ -72,9 +73,10 @@ pub use fetch::{
     FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, ProgressDisplay, fetch_family,
     fetch_file,
 };
-pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_path};
+pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 pub use image_dataset::{ImageDataset, locate_split_files};
+pub use open::FileKind;
 pub use writer::{encode_idx, write_idx};
 
 /// The README's examples, run as doctests.
