@@ -70,8 +70,8 @@ pub use element::{ElementType, IdxElement};
 pub use error::{DatasetError, MirrorAttempt, Result, ShapeProblem};
 #[cfg(feature = "fetch")]
 pub use fetch::{
-    FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, ProgressDisplay, fetch_family,
-    fetch_file,
+    DownloadLimits, FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror,
+    ProgressDisplay, fetch_family, fetch_file, remove_stale_partial_files,
 };
 pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};

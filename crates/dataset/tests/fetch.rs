@@ -125,8 +125,9 @@ fn fetches_the_whole_family_from_a_recompressed_file_url_mirror() {
             .iter()
             .all(|file| file.origin == FetchOrigin::AlreadyPresent)
     );
-    // Only the four files and their four decompressed copies: no temporary file is left.
-    assert_eq!(files_under(destination.path()).len(), 8);
+    // Only the four files, their four decompressed copies and the copies' records: no temporary
+    // file is left.
+    assert_eq!(files_under(destination.path()).len(), 12);
 }
 
 #[test]
@@ -425,17 +426,18 @@ fn http_mirror_on_the_loopback_address_with_fallback() {
         "both mirrors were asked"
     );
 
-    // An HTTP 404 is a Download error naming the URL.
+    // An HTTP 404 is a DownloadStatus error naming the URL and the status.
     let elsewhere = tempfile::tempdir().unwrap();
     match fetch_file(&entry, elsewhere.path(), &FetchOptions::only(vec![missing])).unwrap_err() {
         DatasetError::AllMirrorsFailed { attempts, .. } => match &attempts[0].error {
-            DatasetError::Download { url, .. } => {
+            DatasetError::DownloadStatus { url, status } => {
                 assert_eq!(
                     url,
                     &format!("{}missing/{}", server.base, entry.compressed_name)
-                )
+                );
+                assert_eq!(*status, 404);
             }
-            other => panic!("expected Download, got {other:?}"),
+            other => panic!("expected DownloadStatus, got {other:?}"),
         },
         other => panic!("expected AllMirrorsFailed, got {other:?}"),
     }
