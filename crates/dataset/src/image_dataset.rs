@@ -204,7 +204,11 @@ impl ImageDataset {
     pub fn label_histogram(&self) -> Vec<usize> {
         let mut counts = vec![0usize; self.number_of_classes];
         for &label in self.labels() {
-            counts[usize::from(label)] += 1;
+            // Labels were checked on open; a mapped file changed since (against the mapping's
+            // contract) must not turn into an out-of-bounds panic here: such a label is skipped.
+            if let Some(count) = counts.get_mut(usize::from(label)) {
+                *count += 1;
+            }
         }
         counts
     }

@@ -10,6 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::files_under;
+
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use reclaim_dataset::{
@@ -52,24 +56,6 @@ fn mirror_with(entries: &[CatalogueFile]) -> tempfile::TempDir {
         std::fs::write(mirror.path().join(entry.compressed_name), recompressed).unwrap();
     }
     mirror
-}
-
-/// Every file under `folder`, recursively.
-fn files_under(folder: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return files;
-    };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files.sort();
-    files
 }
 
 fn folder_mirror(folder: &Path) -> Mirror {

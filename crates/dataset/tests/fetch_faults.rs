@@ -12,6 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+mod common;
+
+use common::files_under;
+
 use reclaim_dataset::{
     CatalogueFile, DatasetError, DownloadLimits, Family, FetchOptions, FetchOrigin, FetchedFile,
     Mirror, Split, fetch_file, remove_stale_partial_files, workspace_data_folder,
@@ -111,21 +115,6 @@ fn options(base: &str, limits: DownloadLimits) -> FetchOptions {
 fn fetch_into(folder: &Path, options: FetchOptions) -> Result<FetchedFile, DatasetError> {
     let folder = folder.to_path_buf();
     within_deadline(move || fetch_file(&entry(), &folder, &options))
-}
-
-/// Every file under `folder`, recursively.
-fn files_under(folder: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for item in std::fs::read_dir(folder).into_iter().flatten().flatten() {
-        let path = item.path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files.sort();
-    files
 }
 
 /// The only attempt's error of an `AllMirrorsFailed`.

@@ -12,6 +12,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
+use common::files_under;
+
 use reclaim_dataset::{IdxArray, ImageDataset, Split, StorageKind, encode_idx};
 
 const MODE_VARIABLE: &str = "RECLAIM_TEST_CHILD_MODE";
@@ -88,20 +92,6 @@ fn run_child(root: &Path, data: &Path, mode: &str, xdg_cache_home: &Path, home: 
         "child ({mode}) failed: {}\n{stdout}\n{stderr}",
         output.status
     );
-}
-
-fn files_under(folder: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for item in std::fs::read_dir(folder).into_iter().flatten().flatten() {
-        let path = item.path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files.sort();
-    files
 }
 
 #[test]
