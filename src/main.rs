@@ -45,6 +45,10 @@ fn main() -> std::process::ExitCode {
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) if error.is::<cli::interrupt::Interrupted>() => {
+            eprintln!("{error:#}");
+            std::process::ExitCode::from(cli::interrupt::EXIT_STATUS)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE

@@ -132,3 +132,42 @@ fn malformed_files_fail_with_one_line_naming_the_file_and_fault() {
     assert!(text(&output.stderr).contains("absent.idx: no such file"));
     std::fs::remove_dir_all(folder).unwrap();
 }
+
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let folder = scratch("inspect-command", "fifo");
+    let fifo = folder.join("labels.idx");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reclaim"))
+        .arg("inspect")
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A regression (an open that waits for a writer) fails here instead of hanging the tests.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("reclaim inspect blocked on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: is a named pipe (FIFO), not a regular file",
+            fifo.display()
+        )),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(folder).unwrap();
+}

@@ -95,7 +95,14 @@ pub fn describe_file(path: &Path) -> anyhow::Result<String> {
     let mut report = String::new();
     writeln!(report, "file: {}", path.display())?;
     if array.compressed_source().is_some() {
-        writeln!(report, "decompressed: {}", array.path().display())?;
+        if array.path() == path {
+            writeln!(
+                report,
+                "decompressed: in memory (no cache folder is writable)"
+            )?;
+        } else {
+            writeln!(report, "decompressed: {}", array.path().display())?;
+        }
     }
     writeln!(
         report,

@@ -5,5 +5,6 @@ pub mod bench_loader;
 pub mod bench_train;
 pub mod fetch;
 pub mod inspect;
+pub mod interrupt;
 pub mod report;
 pub mod train;

@@ -9,8 +9,9 @@ use memmap2::Mmap;
 
 use crate::element::{ElementType, IdxElement};
 use crate::error::{DatasetError, Result};
-use crate::gz::{decompress_gz_cached, decompress_validated, is_gz_path};
+use crate::gz::{decompress_gz_cached_under, decompress_validated, is_gz_path, user_cache_roots};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
+use crate::open::open_regular;
 
 /// Where an [`IdxArray`]'s bytes live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -55,8 +56,9 @@ enum Storage {
 /// of the dimensions times the element size (see [`parse_idx_header`]), so every accessor below
 /// works on data known to be complete. The bytes are either memory-mapped
 /// ([`IdxArray::open_mapped`]) or read into memory ([`IdxArray::open_owned`],
-/// [`IdxArray::from_bytes`]). A `.gz` path is decompressed once into a cache folder beside it
-/// (see [`decompress_gz_cached`]) and the decompressed file is opened.
+/// [`IdxArray::from_bytes`]). A `.gz` path is decompressed once into a cache folder beside it or
+/// in the user's cache folder (see [`crate::decompress_gz_cached`]) and the decompressed file is opened,
+/// or, when no cache can be written, decompressed into memory.
 ///
 /// Dropping the array releases the memory: the map is unmapped or the buffer freed.
 pub struct IdxArray {
@@ -79,37 +81,42 @@ impl fmt::Debug for IdxArray {
     }
 }
 
-/// Resolves a `.gz` path to its decompressed cache file; other paths are returned unchanged.
-fn resolve_input(path: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
-    if is_gz_path(path) {
-        let decompressed = decompress_gz_cached(path)?;
-        Ok((decompressed, Some(path.to_path_buf())))
-    } else {
-        Ok((path.to_path_buf(), None))
+/// A `.gz` input resolved: its cache file, or (no cache location writable) the array
+/// decompressed into memory.
+enum GzInput {
+    Cached(PathBuf),
+    InMemory(IdxArray),
+}
+
+/// Resolves a `.gz` path through the decompression cache, falling back to memory.
+fn resolve_gz(gz_path: &Path, user_cache_roots: &[PathBuf]) -> Result<GzInput> {
+    match decompress_gz_cached_under(gz_path, user_cache_roots) {
+        Ok(cache_path) => Ok(GzInput::Cached(cache_path)),
+        Err(DatasetError::CacheUnavailable { .. }) => {
+            IdxArray::decompress_in_memory(gz_path).map(GzInput::InMemory)
+        }
+        Err(error) => Err(error),
     }
 }
 
+/// Opens a regular file (see [`open_regular`]) and returns it with its length.
 fn open_file(path: &Path) -> Result<(File, u64)> {
-    let file = File::open(path).map_err(|error| {
-        if error.kind() == std::io::ErrorKind::NotFound {
-            DatasetError::MissingFile {
-                path: path.to_path_buf(),
-            }
-        } else {
-            DatasetError::io(path, error)
-        }
-    })?;
-    let length = file
-        .metadata()
-        .map_err(|error| DatasetError::io(path, error))?
-        .len();
-    Ok((file, length))
+    let (file, metadata) = open_regular(path)?;
+    Ok((file, metadata.len()))
 }
 
 impl IdxArray {
     /// Memory-maps and validates an IDX file (raw, or `.gz` through the decompression cache).
     ///
     /// Opening is cheap: the header is read and the length checked, no data page is touched.
+    /// Only regular files are opened ([`DatasetError::NotARegularFile`] for a FIFO, socket,
+    /// device or folder, without blocking).
+    ///
+    /// A `.gz` path is mapped from its decompressed cache file (see [`crate::decompress_gz_cached`]:
+    /// beside the `.gz`, else in the user's cache folder). When no cache location can be written
+    /// (a read-only data folder and no writable `$XDG_CACHE_HOME` or `~/.cache`), the file is
+    /// decompressed into memory instead and the array is [`StorageKind::Owned`]: it then costs
+    /// its whole decompressed size on the heap, and the decompression on every open.
     ///
     /// # Safety
     ///
@@ -119,7 +126,27 @@ impl IdxArray {
     /// `SIGBUS`. Files written by this crate ([`crate::write_idx`], the `.gz` cache, fetching)
     /// are replaced by renaming, never modified in place, so they satisfy this.
     pub unsafe fn open_mapped(path: impl AsRef<Path>) -> Result<Self> {
-        let (path, compressed_source) = resolve_input(path.as_ref())?;
+        // SAFETY: the caller upholds this function's contract, which is `open_mapped_under`'s.
+        unsafe { Self::open_mapped_under(path.as_ref(), &user_cache_roots()) }
+    }
+
+    /// [`IdxArray::open_mapped`] with the user's cache folders given (tests give their own).
+    ///
+    /// # Safety
+    ///
+    /// As for [`IdxArray::open_mapped`].
+    pub(crate) unsafe fn open_mapped_under(
+        path: &Path,
+        user_cache_roots: &[PathBuf],
+    ) -> Result<Self> {
+        let (path, compressed_source) = if is_gz_path(path) {
+            match resolve_gz(path, user_cache_roots)? {
+                GzInput::Cached(cache_path) => (cache_path, Some(path.to_path_buf())),
+                GzInput::InMemory(array) => return Ok(array),
+            }
+        } else {
+            (path.to_path_buf(), None)
+        };
         let (file, length) = open_file(&path)?;
         if length == 0 {
             // An empty file cannot be mapped on every platform, and cannot be valid anyway.
@@ -142,21 +169,25 @@ impl IdxArray {
     /// memory. Safe: later changes to the file do not affect the array.
     ///
     /// The header is checked against the file's length before the buffer for the data is
-    /// allocated. A `.gz` whose cache cannot be written (e.g. in a read-only folder) is
-    /// decompressed straight into memory instead; [`IdxArray::path`] is then the `.gz` itself.
+    /// allocated. Only regular files are opened (see [`IdxArray::open_mapped`]). A `.gz` is read
+    /// from its decompressed cache file (beside it, else in the user's cache folder); when no
+    /// cache location can be written it is decompressed straight into memory instead, and
+    /// [`IdxArray::path`] is then the `.gz` itself.
     pub fn open_owned(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        if is_gz_path(path) {
-            return match decompress_gz_cached(path) {
-                Ok(decompressed) => Self::open_owned_raw(decompressed, Some(path.to_path_buf())),
-                // The cache could not be written (read-only folder, ...): decompress in memory.
-                Err(DatasetError::Io { path: failed, .. }) if failed != path => {
-                    Self::decompress_in_memory(path)
-                }
-                Err(error) => Err(error),
-            };
+        Self::open_owned_under(path.as_ref(), &user_cache_roots())
+    }
+
+    /// [`IdxArray::open_owned`] with the user's cache folders given (tests give their own).
+    pub(crate) fn open_owned_under(path: &Path, user_cache_roots: &[PathBuf]) -> Result<Self> {
+        if !is_gz_path(path) {
+            return Self::open_owned_raw(path.to_path_buf(), None);
         }
-        Self::open_owned_raw(path.to_path_buf(), None)
+        match resolve_gz(path, user_cache_roots)? {
+            GzInput::Cached(cache_path) => {
+                Self::open_owned_raw(cache_path, Some(path.to_path_buf()))
+            }
+            GzInput::InMemory(array) => Ok(array),
+        }
     }
 
     /// Decompresses a `.gz` IDX file into memory, validating it on the way. The buffer grows with
@@ -187,11 +218,19 @@ impl IdxArray {
             usize::try_from(header.file_length()).map_err(|_| DatasetError::SizeOverflow {
                 path: path.to_path_buf(),
             })?;
+        // A file that grew between taking its length and reading the prefix has trailing bytes.
+        let Some(remaining) = expected.checked_sub(prefix.len()) else {
+            return Err(DatasetError::TrailingBytes {
+                path,
+                expected: header.file_length(),
+                actual: prefix.len() as u64,
+            });
+        };
         let mut bytes = Vec::with_capacity(expected);
         bytes.extend_from_slice(&prefix);
         // Read one byte more than expected to notice a file that grew since its length was taken.
         (&file)
-            .take((expected - prefix.len()) as u64 + 1)
+            .take(remaining as u64 + 1)
             .read_to_end(&mut bytes)
             .map_err(|error| DatasetError::io(&path, error))?;
         header.check_length(&path, bytes.len() as u64)?;
@@ -494,17 +533,42 @@ mod tests {
         // as root, so a read-only folder would not stop them).
         std::fs::write(folder.path().join("cache"), b"in the way").unwrap();
 
-        let array = IdxArray::open_owned(&gz_path).unwrap();
+        // No user cache folder either: both ways of opening decompress into memory.
+        let array = IdxArray::open_owned_under(&gz_path, &[]).unwrap();
         assert_eq!(array.as_u8().unwrap(), &[3, 1, 4, 1]);
         assert_eq!(array.path(), gz_path);
         assert_eq!(array.compressed_source(), Some(gz_path.as_path()));
         assert_eq!(array.heap_bytes(), raw.len());
-        // Mapping needs the cache file: its error names the cache folder.
         // SAFETY: the file is not modified while the array lives.
-        let error = unsafe { IdxArray::open_mapped(&gz_path) }.unwrap_err();
+        let array = unsafe { IdxArray::open_mapped_under(&gz_path, &[]) }.unwrap();
+        assert_eq!(array.storage(), StorageKind::Owned);
+        assert_eq!(array.as_u8().unwrap(), &[3, 1, 4, 1]);
+
+        // With a user cache folder, the cache goes there and is mapped.
+        let user_cache = tempfile::tempdir().unwrap();
+        let roots = [user_cache.path().to_path_buf()];
+        // SAFETY: the file is not modified while the array lives.
+        let array = unsafe { IdxArray::open_mapped_under(&gz_path, &roots) }.unwrap();
+        assert_eq!(array.storage(), StorageKind::Mapped);
+        assert_eq!(array.as_u8().unwrap(), &[3, 1, 4, 1]);
         assert!(
-            matches!(&error, DatasetError::Io { path, .. } if path.starts_with(folder.path().join("cache"))),
-            "{error:?}"
+            array.path().starts_with(user_cache.path().join("reclaim")),
+            "{}",
+            array.path().display()
+        );
+        assert_eq!(array.path().file_name().unwrap(), "labels");
+        assert_eq!(array.compressed_source(), Some(gz_path.as_path()));
+
+        // Another data folder with a file of the same name gets its own entry.
+        let other = tempfile::tempdir().unwrap();
+        let other_gz = other.path().join("labels.gz");
+        std::fs::copy(&gz_path, &other_gz).unwrap();
+        std::fs::write(other.path().join("cache"), b"in the way").unwrap();
+        let other_array = IdxArray::open_owned_under(&other_gz, &roots).unwrap();
+        assert_ne!(
+            other_array.path().parent(),
+            array.path().parent(),
+            "two data folders never share a cache entry"
         );
     }
 

@@ -3,6 +3,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::error::{DatasetError, Result};
+use crate::open::entry_exists;
+
 /// The environment variable naming the data folder (see [`default_data_folder`]).
 pub const DATA_FOLDER_VARIABLE: &str = "RECLAIM_DATA";
 
@@ -282,14 +285,52 @@ pub fn workspace_data_folder() -> PathBuf {
         .join("data")
 }
 
-/// Whether `folder` directly holds a file of the split files (raw or `.gz`).
+/// Whether `folder` directly holds a file of the split files (raw or `.gz`; anything under those
+/// names counts, so that a FIFO or folder there is refused when opened rather than skipped).
 pub(crate) fn folder_holds_dataset_files(folder: &Path) -> bool {
     Split::ALL.into_iter().any(|split| {
         let (images, labels) = mnist_file_names(split);
-        [images, labels]
-            .into_iter()
-            .any(|name| folder.join(name).is_file() || folder.join(format!("{name}.gz")).is_file())
+        [images, labels].into_iter().any(|name| {
+            entry_exists(&folder.join(name)) || entry_exists(&folder.join(format!("{name}.gz")))
+        })
     })
+}
+
+/// Where a data folder came from, for error messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DataFolderOrigin {
+    /// Given by the caller (e.g. `--data`).
+    Given,
+    /// The `RECLAIM_DATA` environment variable.
+    Environment,
+    /// The workspace's `data/` folder (nothing given).
+    Workspace,
+}
+
+impl DataFolderOrigin {
+    /// `""` for a given folder, else a note saying where it came from.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            DataFolderOrigin::Given => "",
+            DataFolderOrigin::Environment => " (from RECLAIM_DATA)",
+            DataFolderOrigin::Workspace => " (the workspace's data folder)",
+        }
+    }
+}
+
+/// The data folder before the family's subfolder: `argument`, else `RECLAIM_DATA` if set and
+/// not empty, else the workspace's `data/`.
+fn data_root(argument: Option<&Path>) -> (PathBuf, DataFolderOrigin) {
+    match argument {
+        Some(folder) => (folder.to_path_buf(), DataFolderOrigin::Given),
+        None => match std::env::var_os(DATA_FOLDER_VARIABLE) {
+            Some(folder) if !folder.is_empty() => {
+                (PathBuf::from(folder), DataFolderOrigin::Environment)
+            }
+            _ => (workspace_data_folder(), DataFolderOrigin::Workspace),
+        },
+    }
 }
 
 /// The folder holding a family's files, found without configuration.
@@ -298,19 +339,37 @@ pub(crate) fn folder_holds_dataset_files(folder: &Path) -> bool {
 /// and not empty, else the workspace's `data/` folder. The family's folder is that folder joined
 /// with [`Family::folder_name`] (`data/mnist` for MNIST), except when the given folder already
 /// holds the family's files itself (so both `--data data` and `--data data/mnist` work).
+///
+/// This never fails, so a later error names the family subfolder even when the data is in
+/// neither place; to read data, prefer [`resolve_data_folder`], whose error names both.
 pub fn default_data_folder(argument: Option<&Path>, family: Family) -> PathBuf {
-    let root = match argument {
-        Some(folder) => folder.to_path_buf(),
-        None => match std::env::var_os(DATA_FOLDER_VARIABLE) {
-            Some(folder) if !folder.is_empty() => PathBuf::from(folder),
-            _ => workspace_data_folder(),
-        },
-    };
+    let (root, _) = data_root(argument);
     if folder_holds_dataset_files(&root) {
         root
     } else {
         root.join(family.folder_name())
     }
+}
+
+/// The folder holding a family's files (as [`default_data_folder`] chooses it), checked to hold
+/// some: [`DatasetError::DataFolderNotFound`] otherwise, naming the folder as given (and where it
+/// came from) and both places looked in, e.g. `DIR (looked in DIR and DIR/mnist): no mnist
+/// files (train-images-idx3-ubyte[.gz], ...)`.
+pub fn resolve_data_folder(argument: Option<&Path>, family: Family) -> Result<PathBuf> {
+    let (root, origin) = data_root(argument);
+    if folder_holds_dataset_files(&root) {
+        return Ok(root);
+    }
+    let family_folder = root.join(family.folder_name());
+    if folder_holds_dataset_files(&family_folder) {
+        return Ok(family_folder);
+    }
+    Err(DatasetError::DataFolderNotFound {
+        given: root,
+        origin,
+        family_folder,
+        family,
+    })
 }
 
 #[cfg(test)]
@@ -357,6 +416,39 @@ mod tests {
         std::fs::write(root.path().join("t10k-labels-idx1-ubyte.gz"), b"").unwrap();
         assert_eq!(
             default_data_folder(Some(root.path()), Family::Kmnist),
+            root.path()
+        );
+    }
+
+    #[test]
+    fn resolving_names_the_folder_given_and_both_places_looked_in() {
+        let root = tempfile::tempdir().unwrap();
+        let error = resolve_data_folder(Some(root.path()), Family::Mnist).unwrap_err();
+        let family_folder = root.path().join("mnist");
+        assert!(
+            matches!(&error, DatasetError::DataFolderNotFound { given, family_folder: looked, origin: DataFolderOrigin::Given, .. }
+                if given == root.path() && looked == &family_folder),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert_eq!(
+            text,
+            format!(
+                "{} (looked in {} and {}): no mnist files (train-images-idx3-ubyte[.gz], ...)",
+                root.path().display(),
+                root.path().display(),
+                family_folder.display()
+            )
+        );
+        std::fs::create_dir(&family_folder).unwrap();
+        std::fs::write(family_folder.join("train-labels-idx1-ubyte.gz"), b"").unwrap();
+        assert_eq!(
+            resolve_data_folder(Some(root.path()), Family::Mnist).unwrap(),
+            family_folder
+        );
+        std::fs::write(root.path().join("t10k-images-idx3-ubyte"), b"").unwrap();
+        assert_eq!(
+            resolve_data_folder(Some(root.path()), Family::Mnist).unwrap(),
             root.path()
         );
     }

@@ -1,6 +1,5 @@
 //! SHA-256 verification of decompressed dataset files against the catalogue.
 
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -9,9 +8,10 @@ use sha2::{Digest, Sha256};
 use crate::catalogue::{CatalogueFile, Family, Split};
 use crate::element::ElementType;
 use crate::error::{DatasetError, Result};
-use crate::gz::{decompress_gz_cached, is_gz_path};
+use crate::gz::{decompress_gz_cached, decompress_validated, is_gz_path};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 use crate::image_dataset::locate_split_files;
+use crate::open::open_regular;
 
 /// SHA-256 of `bytes`, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -20,7 +20,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// SHA-256 of a file's bytes as stored (no decompression), lowercase hex.
 pub fn sha256_of_file(path: &Path) -> Result<String> {
-    let file = File::open(path).map_err(|error| DatasetError::io(path, error))?;
+    let (file, _) = open_regular(path)?;
     let mut hasher = Sha256::new();
     // Writing into the hasher cannot fail: any error is the file's.
     std::io::copy(&mut BufReader::with_capacity(1 << 20, file), &mut hasher)
@@ -33,7 +33,8 @@ pub fn sha256_of_file(path: &Path) -> Result<String> {
 pub struct FileVerification {
     /// The file checked as given (raw or `.gz`).
     pub path: PathBuf,
-    /// The decompressed file whose bytes were hashed (the cache file for a `.gz`).
+    /// The decompressed file whose bytes were hashed (the cache file for a `.gz`, or the `.gz`
+    /// itself when no cache could be written and its stream was hashed as decompressed).
     pub decompressed_path: PathBuf,
     /// SHA-256 of the decompressed bytes.
     pub sha256: String,
@@ -44,16 +45,33 @@ pub struct FileVerification {
 
 /// Reads and checks the header of a complete raw IDX file.
 fn read_header(path: &Path) -> Result<IdxHeader> {
-    let file = File::open(path).map_err(|error| DatasetError::io(path, error))?;
-    let length = file
-        .metadata()
-        .map_err(|error| DatasetError::io(path, error))?
-        .len();
+    let (file, metadata) = open_regular(path)?;
+    let length = metadata.len();
     let mut prefix = Vec::with_capacity(MAXIMUM_HEADER_LENGTH);
     file.take(MAXIMUM_HEADER_LENGTH as u64)
         .read_to_end(&mut prefix)
         .map_err(|error| DatasetError::io(path, error))?;
     parse_idx_header(&prefix, path, length)
+}
+
+/// A raw IDX file's path, checked header and SHA-256.
+fn hashed_raw_file(path: PathBuf) -> Result<(PathBuf, IdxHeader, String)> {
+    let header = read_header(&path)?;
+    let sha256 = sha256_of_file(&path)?;
+    Ok((path, header, sha256))
+}
+
+/// A `.gz` file's path, and the checked header and SHA-256 of its decompressed stream (nothing
+/// written anywhere).
+fn hashed_gz_stream(gz_path: &Path) -> Result<(PathBuf, IdxHeader, String)> {
+    let (file, _) = open_regular(gz_path)?;
+    let mut hasher = Sha256::new();
+    let header = decompress_validated(file, &mut hasher, gz_path, gz_path)?;
+    Ok((
+        gz_path.to_path_buf(),
+        header,
+        format!("{:x}", hasher.finalize()),
+    ))
 }
 
 /// Checks a header against a catalogue entry's type and shape.
@@ -83,14 +101,17 @@ pub(crate) fn check_catalogue_shape(
 /// a valid IDX file of the listed shape whose decompressed bytes have the listed SHA-256.
 /// [`DatasetError::ChecksumMismatch`] (naming `path`) if the digest differs.
 pub fn verify_file(path: &Path, entry: &CatalogueFile) -> Result<FileVerification> {
-    let decompressed_path = if is_gz_path(path) {
-        decompress_gz_cached(path)?
+    let (decompressed_path, header, sha256) = if is_gz_path(path) {
+        match decompress_gz_cached(path) {
+            Ok(cache_path) => hashed_raw_file(cache_path)?,
+            // No cache location is writable: hash the decompressed stream as it goes by.
+            Err(DatasetError::CacheUnavailable { .. }) => hashed_gz_stream(path)?,
+            Err(error) => return Err(error),
+        }
     } else {
-        path.to_path_buf()
+        hashed_raw_file(path.to_path_buf())?
     };
-    let header = read_header(&decompressed_path)?;
     check_catalogue_shape(&header, path, entry)?;
-    let sha256 = sha256_of_file(&decompressed_path)?;
     if let Some(expected) = entry.sha256
         && sha256 != expected
     {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::element::ElementType;
+use crate::open::FileKind;
 
 /// Everything that can go wrong while reading, writing, checking or fetching IDX files.
 ///
@@ -203,6 +204,47 @@ pub enum DatasetError {
         /// The path looked for (for a dataset folder: the first of the names tried).
         path: PathBuf,
     },
+    /// A path given as a dataset file is a FIFO, socket, device or folder: only regular files
+    /// are opened (a FIFO would block, a device never end).
+    #[error("{path}: is {kind}, not a regular file")]
+    NotARegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: FileKind,
+    },
+    /// No cache location could hold the decompressed copy of a `.gz` file (every location in
+    /// `tried` failed; `source` is the last failure).
+    #[error(
+        "{path}: no cache folder could be written (tried {})",
+        paths_text(tried)
+    )]
+    CacheUnavailable {
+        /// The `.gz` file.
+        path: PathBuf,
+        /// The cache files tried, in order.
+        tried: Vec<PathBuf>,
+        /// The last location's failure.
+        source: Box<DatasetError>,
+    },
+    /// No dataset files were found where the data folder points.
+    #[error(
+        "{given}{} (looked in {} and {}): no {family} files ({images}[.gz], ...)",
+        origin.describe(),
+        given.display(),
+        family_folder.display(),
+        images = crate::catalogue::mnist_file_names(crate::catalogue::Split::Train).0
+    )]
+    DataFolderNotFound {
+        /// The data folder as given (argument, environment variable or default).
+        given: PathBuf,
+        /// Where that folder came from.
+        origin: crate::catalogue::DataFolderOrigin,
+        /// The family's subfolder also looked in.
+        family_folder: PathBuf,
+        /// The family looked for.
+        family: crate::catalogue::Family,
+    },
     /// Downloading from a URL failed.
     #[error("{url}: download failed")]
     Download {
@@ -210,6 +252,51 @@ pub enum DatasetError {
         url: String,
         /// What went wrong (HTTP status, connection error, ...).
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// The server answered with an HTTP error status.
+    #[error("{url}: HTTP status {status}")]
+    DownloadStatus {
+        /// The URL.
+        url: String,
+        /// The status code (404, 500, ...).
+        status: u16,
+    },
+    /// Connecting to the server took longer than the connect timeout.
+    #[error("{url}: no connection within {} s", timeout.as_secs_f64())]
+    ConnectTimeout {
+        /// The URL.
+        url: String,
+        /// The connect timeout.
+        timeout: std::time::Duration,
+    },
+    /// No byte arrived for longer than the stall timeout.
+    #[error("{url}: download stalled: no data for {} s", timeout.as_secs_f64())]
+    DownloadStalled {
+        /// The URL.
+        url: String,
+        /// The stall timeout.
+        timeout: std::time::Duration,
+    },
+    /// After the grace period, the average rate stayed below the minimum.
+    #[error(
+        "{url}: download too slow: {bytes_per_second} bytes/s on average after {} s, minimum {minimum_bytes_per_second} bytes/s",
+        elapsed.as_secs()
+    )]
+    DownloadTooSlow {
+        /// The URL.
+        url: String,
+        /// The average rate observed.
+        bytes_per_second: u64,
+        /// The minimum asked for.
+        minimum_bytes_per_second: u64,
+        /// How long the download had run.
+        elapsed: std::time::Duration,
+    },
+    /// The caller's cancellation flag was set during a download; the partial file was removed.
+    #[error("{url}: interrupted; the partial download was removed")]
+    Interrupted {
+        /// The URL or file being fetched.
+        url: String,
     },
     /// A download was larger than allowed.
     #[error("{url}: download larger than the limit of {limit} bytes")]
@@ -293,6 +380,15 @@ fn shape_text(shape: &[usize]) -> String {
 fn path_prefix(path: Option<&PathBuf>) -> String {
     path.map(|path| format!("{}: ", path.display()))
         .unwrap_or_default()
+}
+
+/// Paths as `a, b, c`.
+fn paths_text(paths: &[PathBuf]) -> String {
+    let parts: Vec<String> = paths
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    parts.join(", ")
 }
 
 /// Each attempt as `"; mirror: error: cause: ..."`: the attempts are not a single `source()`,

@@ -1,17 +1,24 @@
 //! Downloading the MNIST family (cargo feature `fetch`).
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
+use indicatif::ProgressBar;
 use sha2::{Digest, Sha256};
 
 use crate::atomic::AtomicFile;
 use crate::catalogue::{CatalogueFile, Family, Split};
 use crate::checksum::{check_catalogue_shape, verify_file};
 use crate::error::{DatasetError, MirrorAttempt, Result};
-use crate::gz::{copy_validated_idx, decompress_validated, gz_cache_path};
+use crate::gz::{
+    CACHE_FOLDER_NAME, copy_validated_idx, decompress_gz_cached, decompress_validated,
+};
+use crate::open::open_regular;
 use crate::progress::ProgressDisplay;
 
 /// The environment variable naming a local mirror (a folder or a `file://`, `http://` or
@@ -67,7 +74,34 @@ impl Mirror {
     }
 }
 
-/// How to fetch: mirrors in order of preference, progress display, limits.
+/// Limits that keep a download from hanging: each is a typed error naming the URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DownloadLimits {
+    /// Longest wait for the TCP connection ([`DatasetError::ConnectTimeout`]). Default 30 s.
+    pub connect_timeout: Duration,
+    /// Longest time without a single byte, answer headers included
+    /// ([`DatasetError::DownloadStalled`]). Default 30 s.
+    pub stall_timeout: Duration,
+    /// The lowest average rate accepted once `grace_period` has passed
+    /// ([`DatasetError::DownloadTooSlow`]), in bytes per second; 0 turns the check off. Default
+    /// 10,000 (MNIST's largest file, 9.9 MB, then takes at most about 17 minutes).
+    pub minimum_bytes_per_second: u64,
+    /// How long a download may run before its average rate is checked. Default 30 s.
+    pub grace_period: Duration,
+}
+
+impl Default for DownloadLimits {
+    fn default() -> Self {
+        DownloadLimits {
+            connect_timeout: Duration::from_secs(30),
+            stall_timeout: Duration::from_secs(30),
+            minimum_bytes_per_second: 10_000,
+            grace_period: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How to fetch: mirrors in order of preference, progress display, limits, cancellation.
 #[derive(Clone, Debug)]
 pub struct FetchOptions {
     /// Tried in order for each file until one gives a file that verifies.
@@ -76,8 +110,11 @@ pub struct FetchOptions {
     pub progress: ProgressDisplay,
     /// A download larger than this is abandoned ([`DatasetError::DownloadTooLarge`]).
     pub maximum_download_bytes: u64,
-    /// Connection and read timeout for HTTP mirrors.
-    pub timeout: Duration,
+    /// Connect, stall and minimum-rate limits.
+    pub limits: DownloadLimits,
+    /// When set (e.g. by a Ctrl-C handler), the download in progress stops within a fraction of
+    /// a second: its partial file is removed and [`DatasetError::Interrupted`] returned.
+    pub cancellation: Option<Arc<AtomicBool>>,
 }
 
 impl FetchOptions {
@@ -101,14 +138,22 @@ impl FetchOptions {
         })
     }
 
-    /// Exactly these mirrors, in this order, without a progress bar.
+    /// Exactly these mirrors, in this order, without a progress bar, with the default limits
+    /// and no cancellation flag.
     pub fn only(mirrors: Vec<Mirror>) -> Self {
         FetchOptions {
             mirrors,
             progress: ProgressDisplay::Hidden,
             maximum_download_bytes: 1 << 30,
-            timeout: Duration::from_secs(30),
+            limits: DownloadLimits::default(),
+            cancellation: None,
         }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancellation
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
 }
 
@@ -134,29 +179,108 @@ pub struct FetchedFile {
     pub origin: FetchOrigin,
 }
 
-/// Writes to two writers at once.
-struct Tee<'a, A: Write, B: Write> {
-    first: &'a mut A,
-    second: &'a mut B,
+/// What the reading thread of one download hands over.
+enum Delivery {
+    /// The source is open; its length if known.
+    Started(Option<u64>),
+    /// The next bytes.
+    Bytes(Vec<u8>),
+    /// The source ended.
+    End,
+    /// Opening failed.
+    Failed(DatasetError),
+    /// Reading failed.
+    ReadFailed(std::io::Error),
 }
 
-impl<A: Write, B: Write> Write for Tee<'_, A, B> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.first.write_all(bytes)?;
-        self.second.write_all(bytes)?;
-        Ok(bytes.len())
-    }
+/// How often the receiving side wakes up to check cancellation, stall and rate without data.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+const READ_CHUNK_BYTES: usize = 64 * 1024;
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.first.flush()?;
-        self.second.flush()
+/// Opens and reads a source on its own thread, so that the caller can give up at any moment
+/// (cancellation, stall, low rate) without waiting for a blocked read. The thread ends at its
+/// next delivery once the receiver is gone (a blocked read is bounded by the stall timeout).
+fn spawn_reader(
+    open: impl FnOnce() -> Result<(Box<dyn Read + Send>, Option<u64>)> + Send + 'static,
+) -> Receiver<Delivery> {
+    let (sender, receiver) = std::sync::mpsc::sync_channel(16);
+    std::thread::spawn(move || {
+        let (mut reader, length) = match open() {
+            Ok(opened) => opened,
+            Err(error) => {
+                let _ = sender.send(Delivery::Failed(error));
+                return;
+            }
+        };
+        if sender.send(Delivery::Started(length)).is_err() {
+            return;
+        }
+        loop {
+            let mut buffer = vec![0u8; READ_CHUNK_BYTES];
+            let delivery = match reader.read(&mut buffer) {
+                Ok(0) => Delivery::End,
+                Ok(count) => {
+                    buffer.truncate(count);
+                    Delivery::Bytes(buffer)
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(error) => Delivery::ReadFailed(error),
+            };
+            let last = matches!(delivery, Delivery::End | Delivery::ReadFailed(_));
+            if sender.send(delivery).is_err() || last {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
+/// A ureq failure as a typed error naming `url` once (ureq's own messages repeat the URL).
+fn http_error(url: &str, error: ureq::Error, limits: &DownloadLimits) -> DatasetError {
+    let transport = match error {
+        ureq::Error::Status(status, _) => {
+            return DatasetError::DownloadStatus {
+                url: url.to_owned(),
+                status,
+            };
+        }
+        ureq::Error::Transport(transport) => transport,
+    };
+    let cause = std::error::Error::source(&transport);
+    let timed_out = cause
+        .and_then(|cause| cause.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
+    if timed_out && transport.kind() == ureq::ErrorKind::ConnectionFailed {
+        return DatasetError::ConnectTimeout {
+            url: url.to_owned(),
+            timeout: limits.connect_timeout,
+        };
+    }
+    if timed_out {
+        return DatasetError::DownloadStalled {
+            url: url.to_owned(),
+            timeout: limits.stall_timeout,
+        };
+    }
+    let mut text = transport.kind().to_string();
+    for part in transport
+        .message()
+        .map(str::to_owned)
+        .into_iter()
+        .chain(cause.map(|c| c.to_string()))
+    {
+        text.push_str(": ");
+        text.push_str(&part);
+    }
+    DatasetError::Download {
+        url: url.to_owned(),
+        source: Box::new(std::io::Error::other(text)),
     }
 }
 
-/// A source opened on one mirror: a reader, its length if known, and whether it is gzip.
+/// A source opened on one mirror: its deliveries, whether it is gzip, and its name.
 struct OpenedSource {
-    reader: Box<dyn Read>,
-    length: Option<u64>,
+    deliveries: Receiver<Delivery>,
     compressed: bool,
     description: String,
 }
@@ -171,18 +295,17 @@ fn open_source(
             // A folder mirror may hold the .gz files or the raw ones.
             for (name, compressed) in [(entry.compressed_name, true), (entry.file_name, false)] {
                 let path = folder.join(name);
-                match File::open(&path) {
-                    Ok(file) => {
-                        let length = file.metadata().ok().map(|metadata| metadata.len());
+                match open_regular(&path) {
+                    Ok((file, metadata)) => {
+                        let length = Some(metadata.len());
                         return Ok(OpenedSource {
-                            reader: Box::new(file),
-                            length,
+                            deliveries: spawn_reader(move || Ok((Box::new(file), length))),
                             compressed,
                             description: path.display().to_string(),
                         });
                     }
-                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(error) => return Err(DatasetError::io(&path, error)),
+                    Err(DatasetError::MissingFile { .. }) => {}
+                    Err(error) => return Err(error),
                 }
             }
             Err(DatasetError::MissingFile {
@@ -191,23 +314,24 @@ fn open_source(
         }
         Mirror::Http(base) => {
             let url = format!("{base}{}", entry.compressed_name);
-            let agent = ureq::AgentBuilder::new()
-                .timeout_connect(options.timeout)
-                .timeout_read(options.timeout)
-                .build();
-            let response = agent
-                .get(&url)
-                .call()
-                .map_err(|error| DatasetError::Download {
-                    url: url.clone(),
-                    source: Box::new(error),
-                })?;
-            let length = response
-                .header("Content-Length")
-                .and_then(|value| value.trim().parse::<u64>().ok());
+            let limits = options.limits;
+            let thread_url = url.clone();
+            let deliveries = spawn_reader(move || {
+                let agent = ureq::AgentBuilder::new()
+                    .timeout_connect(limits.connect_timeout)
+                    .timeout_read(limits.stall_timeout)
+                    .build();
+                let response = agent
+                    .get(&thread_url)
+                    .call()
+                    .map_err(|error| http_error(&thread_url, error, &limits))?;
+                let length = response
+                    .header("Content-Length")
+                    .and_then(|value| value.trim().parse::<u64>().ok());
+                Ok((Box::new(response.into_reader()), length))
+            });
             Ok(OpenedSource {
-                reader: Box::new(response.into_reader()),
-                length,
+                deliveries,
                 compressed: true,
                 description: url,
             })
@@ -218,6 +342,169 @@ fn open_source(
 /// The template of a download's bar: the file's name, the bar, bytes, rate and time left.
 const DOWNLOAD_TEMPLATE: &str = "{msg:32} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}";
 
+fn progress_bar(options: &FetchOptions, length: Option<u64>, name: &str) -> ProgressBar {
+    let bar = options.progress.progress_bar(length, DOWNLOAD_TEMPLATE);
+    bar.set_message(name.to_owned());
+    bar
+}
+
+/// Watches one download's progress against the limits.
+struct Watch {
+    started: Instant,
+    last_byte: Instant,
+    received: u64,
+}
+
+impl Watch {
+    fn new() -> Self {
+        let now = Instant::now();
+        Watch {
+            started: now,
+            last_byte: now,
+            received: 0,
+        }
+    }
+
+    fn received(&mut self, count: usize) {
+        self.received += count as u64;
+        self.last_byte = Instant::now();
+    }
+
+    /// The limit broken so far, if any.
+    fn check(&self, url: &str, options: &FetchOptions) -> Result<()> {
+        let limits = &options.limits;
+        if options.cancelled() {
+            return Err(DatasetError::Interrupted {
+                url: url.to_owned(),
+            });
+        }
+        if self.last_byte.elapsed() > limits.stall_timeout {
+            return Err(DatasetError::DownloadStalled {
+                url: url.to_owned(),
+                timeout: limits.stall_timeout,
+            });
+        }
+        let elapsed = self.started.elapsed();
+        if limits.minimum_bytes_per_second > 0 && elapsed > limits.grace_period {
+            let rate = (self.received as f64 / elapsed.as_secs_f64()) as u64;
+            if rate < limits.minimum_bytes_per_second {
+                return Err(DatasetError::DownloadTooSlow {
+                    url: url.to_owned(),
+                    bytes_per_second: rate,
+                    minimum_bytes_per_second: limits.minimum_bytes_per_second,
+                    elapsed,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Receives a source's bytes into `file` under the limits and the cancellation flag. Every byte
+/// is written as it arrives (no buffer), so a live download's partial file is never older than
+/// the stall timeout; see [`remove_stale_partial_files`].
+fn receive(
+    source: &OpenedSource,
+    file: &mut File,
+    file_path: &Path,
+    options: &FetchOptions,
+    bar: &ProgressBar,
+) -> Result<()> {
+    let url = &source.description;
+    let too_large = || DatasetError::DownloadTooLarge {
+        url: url.clone(),
+        limit: options.maximum_download_bytes,
+    };
+    let mut watch = Watch::new();
+    loop {
+        watch.check(url, options)?;
+        match source.deliveries.recv_timeout(POLL_INTERVAL) {
+            Ok(Delivery::Started(length)) => {
+                if length.is_some_and(|length| length > options.maximum_download_bytes) {
+                    return Err(too_large());
+                }
+                if let Some(length) = length {
+                    bar.set_length(length);
+                }
+            }
+            Ok(Delivery::Bytes(bytes)) => {
+                watch.received(bytes.len());
+                if watch.received > options.maximum_download_bytes {
+                    return Err(too_large());
+                }
+                file.write_all(&bytes)
+                    .map_err(|error| DatasetError::io(file_path, error))?;
+                bar.inc(bytes.len() as u64);
+            }
+            Ok(Delivery::End) => return Ok(()),
+            Ok(Delivery::Failed(error)) => return Err(error),
+            // The socket's read timeout is the stall timeout.
+            Ok(Delivery::ReadFailed(error))
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                ) =>
+            {
+                return Err(DatasetError::DownloadStalled {
+                    url: url.clone(),
+                    timeout: options.limits.stall_timeout,
+                });
+            }
+            Ok(Delivery::ReadFailed(error)) => {
+                return Err(DatasetError::Download {
+                    url: url.clone(),
+                    source: Box::new(error),
+                });
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(DatasetError::Download {
+                    url: url.clone(),
+                    source: Box::new(std::io::Error::other("the reading thread stopped")),
+                });
+            }
+        }
+    }
+}
+
+/// Removes the temporary files an earlier, killed fetch of `entry` left in `folder` and in its
+/// cache folder: `.<name>.<random>.partial` files not modified for longer than the stall timeout
+/// (a live download writes every byte as it comes, so its file is never that old). Returns the
+/// files removed.
+pub fn remove_stale_partial_files(
+    folder: &Path,
+    entry: &CatalogueFile,
+    limits: &DownloadLimits,
+) -> Vec<PathBuf> {
+    let prefixes = [
+        format!(".{}.", entry.compressed_name),
+        format!(".{}.", entry.file_name),
+    ];
+    let mut removed = Vec::new();
+    for place in [folder.to_path_buf(), folder.join(CACHE_FOLDER_NAME)] {
+        let Ok(entries) = std::fs::read_dir(&place) else {
+            continue;
+        };
+        for item in entries.flatten() {
+            let name = item.file_name().to_string_lossy().into_owned();
+            let ours = name.ends_with(".partial")
+                && prefixes
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix.as_str()));
+            let stale = item
+                .metadata()
+                .and_then(|metadata| metadata.modified())
+                .is_ok_and(|modified| {
+                    modified.elapsed().unwrap_or_default() > limits.stall_timeout
+                });
+            if ours && stale && std::fs::remove_file(item.path()).is_ok() {
+                removed.push(item.path());
+            }
+        }
+    }
+    removed
+}
+
 /// Downloads from one mirror, verifies, and renames into place. Leaves nothing on failure.
 fn fetch_from_mirror(
     mirror: &Mirror,
@@ -226,14 +513,6 @@ fn fetch_from_mirror(
     options: &FetchOptions,
 ) -> Result<FetchedFile> {
     let source = open_source(mirror, entry, options)?;
-    if let Some(length) = source.length
-        && length > options.maximum_download_bytes
-    {
-        return Err(DatasetError::DownloadTooLarge {
-            url: source.description,
-            limit: options.maximum_download_bytes,
-        });
-    }
     let stored_name = if source.compressed {
         entry.compressed_name
     } else {
@@ -243,81 +522,28 @@ fn fetch_from_mirror(
     let mut download = AtomicFile::create(&destination_path)?;
     let download_path = download.temporary_path().to_path_buf();
 
-    // 1. Copy the bytes as served, bounded, with progress.
-    let bar = options
-        .progress
-        .progress_bar(source.length, DOWNLOAD_TEMPLATE);
-    bar.set_message(stored_name.to_owned());
-    {
-        let mut limited = source.reader.take(options.maximum_download_bytes + 1);
-        let mut writer = BufWriter::with_capacity(1 << 20, download.file());
-        let mut buffer = vec![0u8; 256 * 1024];
-        let mut total: u64 = 0;
-        loop {
-            let count = match limited.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(count) => count,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(error) => {
-                    bar.abandon();
-                    return Err(DatasetError::Download {
-                        url: source.description.clone(),
-                        source: Box::new(error),
-                    });
-                }
-            };
-            total += count as u64;
-            if total > options.maximum_download_bytes {
-                bar.abandon();
-                return Err(DatasetError::DownloadTooLarge {
-                    url: source.description.clone(),
-                    limit: options.maximum_download_bytes,
-                });
-            }
-            writer
-                .write_all(&buffer[..count])
-                .map_err(|error| DatasetError::io(&download_path, error))?;
-            bar.inc(count as u64);
-        }
-        writer
-            .flush()
-            .map_err(|error| DatasetError::io(&download_path, error))?;
+    // 1. Copy the bytes as served, bounded, with progress. The temporary file is removed on any
+    //    failure, an interruption included (dropping `download`).
+    let bar = progress_bar(options, None, stored_name);
+    if let Err(error) = receive(&source, download.file(), &download_path, options, &bar) {
+        bar.abandon();
+        return Err(error);
     }
     bar.finish_and_clear();
 
-    // 2. Decompress and validate it, hashing the decompressed bytes; for a .gz also write the
-    //    decompressed cache file at the same time.
-    let downloaded =
-        File::open(&download_path).map_err(|error| DatasetError::io(&download_path, error))?;
+    // 2. Decompress and validate it, hashing the decompressed bytes.
+    let (downloaded, _) = open_regular(&download_path)?;
     let mut hasher = Sha256::new();
-    let (header, cache) = if source.compressed {
-        let cache_path = gz_cache_path(&destination_path)?;
-        let mut cache = AtomicFile::create(&cache_path)?;
-        let cache_temporary = cache.temporary_path().to_path_buf();
-        let header = {
-            let mut cache_writer = BufWriter::with_capacity(1 << 20, cache.file());
-            let header = {
-                let mut tee = Tee {
-                    first: &mut hasher,
-                    second: &mut cache_writer,
-                };
-                decompress_validated(downloaded, &mut tee, &destination_path, &cache_temporary)?
-            };
-            cache_writer
-                .flush()
-                .map_err(|error| DatasetError::io(&cache_temporary, error))?;
-            header
-        };
-        (header, Some(cache))
+    let header = if source.compressed {
+        decompress_validated(downloaded, &mut hasher, &destination_path, &download_path)?
     } else {
-        let header = copy_validated_idx(
+        copy_validated_idx(
             BufReader::new(downloaded),
             &mut hasher,
             &destination_path,
             &download_path,
             |error| DatasetError::io(&download_path, error),
-        )?;
-        (header, None)
+        )?
     };
     check_catalogue_shape(&header, &destination_path, entry)?;
     let sha256 = format!("{:x}", hasher.finalize());
@@ -331,10 +557,14 @@ fn fetch_from_mirror(
         });
     }
 
-    // 3. Verified: rename into place (the file first, so the cache is not older than it).
+    // 3. Verified: rename into place, then write the decompressed cache (and its record) the
+    //    usual way; a cache that cannot be written is not a failure of the fetch.
     let path = download.commit()?;
-    if let Some(cache) = cache {
-        cache.commit()?;
+    if source.compressed {
+        match decompress_gz_cached(&path) {
+            Ok(_) | Err(DatasetError::CacheUnavailable { .. }) => {}
+            Err(error) => return Err(error),
+        }
     }
     Ok(FetchedFile {
         path,
@@ -350,9 +580,13 @@ fn fetch_from_mirror(
 /// is downloaded. Otherwise each mirror of `options` is tried in order: the file is copied into
 /// a temporary file in `folder`, decompressed and checked (IDX structure, the catalogue's shape,
 /// and the SHA-256 of the decompressed bytes, so recompressed mirrors work), and only then
-/// renamed into place, together with its decompressed copy in `folder/cache/`. A failure of any
-/// kind, a checksum mismatch included, leaves no file behind and moves on to the next mirror;
-/// when all fail, [`DatasetError::AllMirrorsFailed`] lists every attempt.
+/// renamed into place, and its decompressed copy written (see [`decompress_gz_cached`]). A
+/// failure of any kind (a checksum mismatch, a connect timeout, a stall, a rate below the
+/// minimum: see [`DownloadLimits`]) leaves no file behind and moves on to the next mirror; when
+/// all fail, [`DatasetError::AllMirrorsFailed`] lists every attempt. When the cancellation flag
+/// of `options` is set, the download stops at once, its partial file is removed, and
+/// [`DatasetError::Interrupted`] is returned without trying other mirrors. Temporary files left
+/// by an earlier killed fetch are removed first (see [`remove_stale_partial_files`]).
 pub fn fetch_file(
     entry: &CatalogueFile,
     folder: &Path,
@@ -371,10 +605,18 @@ pub fn fetch_file(
             });
         }
     }
+    remove_stale_partial_files(folder, entry, &options.limits);
     let mut attempts = Vec::new();
     for mirror in &options.mirrors {
+        if options.cancelled() {
+            return Err(DatasetError::Interrupted {
+                url: mirror.describe(),
+            });
+        }
         match fetch_from_mirror(mirror, entry, folder, options) {
             Ok(fetched) => return Ok(fetched),
+            // Stopping was asked for: no other mirror is tried.
+            Err(error @ DatasetError::Interrupted { .. }) => return Err(error),
             Err(error) => attempts.push(MirrorAttempt {
                 mirror: mirror.describe(),
                 error,

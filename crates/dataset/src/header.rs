@@ -347,10 +347,129 @@ mod tests {
         assert_eq!(header.data_length(), 0);
     }
 
+    /// One dimension size: mostly small, sometimes 0 or huge, so that products both fit and
+    /// overflow at every rank.
+    fn dimension_size() -> impl Strategy<Value = u32> {
+        prop_oneof![
+            6 => 1u32..4,
+            1 => Just(0u32),
+            1 => Just(u32::MAX),
+            1 => any::<u32>(),
+        ]
+    }
+
+    /// What the parser must answer for a header, computed independently in 128-bit arithmetic.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Expected {
+        ZeroRank,
+        UnknownElementType,
+        DimensionsCutOff,
+        SizeOverflow,
+        Length {
+            file_length: u64,
+            element_count: u64,
+        },
+    }
+
+    fn expected(code: u8, sizes: &[u32], present: usize) -> Expected {
+        let Some(element_type) = ElementType::from_code(code) else {
+            return Expected::UnknownElementType;
+        };
+        if sizes.is_empty() {
+            return Expected::ZeroRank;
+        }
+        if present < sizes.len() {
+            return Expected::DimensionsCutOff;
+        }
+        // Saturating at 2^127 keeps every product exact below the limits that matter.
+        let product = |sizes: &[u32]| -> u128 {
+            if sizes.contains(&0) {
+                return 0;
+            }
+            sizes.iter().fold(1u128, |product, &size| {
+                product.saturating_mul(u128::from(size))
+            })
+        };
+        let element_size = element_type.size_in_bytes() as u128;
+        let count = product(sizes);
+        let file_length = count
+            .saturating_mul(element_size)
+            .saturating_add(4 + 4 * sizes.len() as u128);
+        let row_bytes = product(&sizes[1..]).saturating_mul(element_size);
+        let limit = usize::MAX as u128;
+        if count > u64::MAX as u128
+            || file_length > limit.min(u64::MAX as u128)
+            || row_bytes > limit
+        {
+            return Expected::SizeOverflow;
+        }
+        Expected::Length {
+            file_length: file_length as u64,
+            element_count: count as u64,
+        }
+    }
+
+    fn outcome(result: Result<IdxHeader>) -> Expected {
+        match result {
+            Ok(header) => Expected::Length {
+                file_length: header.file_length(),
+                element_count: header.element_count(),
+            },
+            Err(DatasetError::ZeroRank { .. }) => Expected::ZeroRank,
+            Err(DatasetError::UnknownElementType { .. }) => Expected::UnknownElementType,
+            Err(DatasetError::DimensionsCutOff { .. }) => Expected::DimensionsCutOff,
+            Err(DatasetError::SizeOverflow { .. }) => Expected::SizeOverflow,
+            Err(other) => panic!("unexpected error {other:?}"),
+        }
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Headers of every rank from 0 to 255 (every dimension present, or cut off at any
+        /// point), random element type codes and sizes: the parser gives the typed error the
+        /// 128-bit reference computation predicts, or a header whose lengths agree with it;
+        /// never a panic.
+        #[test]
+        fn headers_of_every_rank_get_the_predicted_outcome(
+            code in prop_oneof![4 => prop::sample::select(vec![0x08u8, 0x09, 0x0B, 0x0C, 0x0D, 0x0E]), 1 => any::<u8>()],
+            sizes in proptest::collection::vec(dimension_size(), 0..=255),
+            cut in any::<prop::sample::Index>(),
+            cut_off in prop::bool::weighted(0.2),
+        ) {
+            let mut bytes = vec![0, 0, code, sizes.len() as u8];
+            for size in &sizes {
+                bytes.extend_from_slice(&size.to_be_bytes());
+            }
+            let present = if cut_off && !sizes.is_empty() { cut.index(sizes.len()) } else { sizes.len() };
+            bytes.truncate(4 + 4 * present);
+            let prediction = expected(code, &sizes, present);
+            // The claimed length is what the prediction says is right, so an accepted header
+            // must agree with it exactly.
+            let claimed = match prediction {
+                Expected::Length { file_length, .. } => file_length,
+                _ => bytes.len() as u64,
+            };
+            let structure = IdxHeader::parse_structure(&bytes, Path::new("rank"), claimed);
+            prop_assert_eq!(outcome(structure), expected(code, &sizes, present));
+            let parsed = parse_idx_header(&bytes, Path::new("rank"), claimed);
+            prop_assert_eq!(outcome(parsed), prediction);
+            // One byte more or less than announced is refused as such.
+            if let Expected::Length { file_length, .. } = prediction {
+                let longer = parse_idx_header(&bytes, Path::new("rank"), file_length + 1);
+                let is_trailing = matches!(longer, Err(DatasetError::TrailingBytes { .. }));
+                prop_assert!(is_trailing);
+                if file_length > bytes.len() as u64 {
+                    let shorter = parse_idx_header(&bytes, Path::new("rank"), file_length - 1);
+                    let is_truncated = matches!(shorter, Err(DatasetError::Truncated { .. }));
+                    prop_assert!(is_truncated);
+                }
+            }
+        }
+
         #[test]
         fn never_panics_on_arbitrary_bytes(
-            bytes in proptest::collection::vec(any::<u8>(), 0..64),
+            bytes in proptest::collection::vec(any::<u8>(), 0..=MAXIMUM_HEADER_LENGTH + 8),
             claimed_length in any::<u64>(),
         ) {
             let _ = parse_idx_header(&bytes, Path::new("fuzz"), claimed_length);

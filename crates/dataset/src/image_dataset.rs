@@ -6,6 +6,7 @@ use crate::array::{AccessPattern, IdxArray};
 use crate::catalogue::{Family, Split, mnist_file_names};
 use crate::element::ElementType;
 use crate::error::{DatasetError, Result};
+use crate::open::entry_exists;
 
 /// Images (N x H x W, `u8`) and their labels (N, `u8`), checked against each other on open:
 /// both `u8`, images of rank 3 and labels of rank 1, the same N, and every label below the
@@ -33,7 +34,7 @@ fn locate(folder: &Path, file_name: &str) -> Result<PathBuf> {
     ];
     candidates
         .iter()
-        .find(|candidate| candidate.is_file())
+        .find(|candidate| entry_exists(candidate))
         .cloned()
         .ok_or_else(|| DatasetError::MissingFile {
             path: folder.join(format!("{file_name}[.gz]")),
@@ -203,7 +204,11 @@ impl ImageDataset {
     pub fn label_histogram(&self) -> Vec<usize> {
         let mut counts = vec![0usize; self.number_of_classes];
         for &label in self.labels() {
-            counts[usize::from(label)] += 1;
+            // Labels were checked on open; a mapped file changed since (against the mapping's
+            // contract) must not turn into an out-of-bounds panic here: such a label is skipped.
+            if let Some(count) = counts.get_mut(usize::from(label)) {
+                *count += 1;
+            }
         }
         counts
     }

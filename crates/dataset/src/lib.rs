@@ -60,6 +60,7 @@ mod fetch;
 mod gz;
 mod header;
 mod image_dataset;
+mod open;
 mod progress;
 mod splits;
 mod writer;
@@ -67,8 +68,8 @@ mod writer;
 pub use array::{AccessPattern, IdxArray, StorageKind};
 pub use atomic::write_file_atomically;
 pub use catalogue::{
-    CatalogueFile, DATA_FOLDER_VARIABLE, Family, Split, SplitFiles, default_data_folder,
-    workspace_data_folder,
+    CatalogueFile, DATA_FOLDER_VARIABLE, DataFolderOrigin, Family, Split, SplitFiles,
+    default_data_folder, resolve_data_folder, workspace_data_folder,
 };
 pub use checksum::{
     FileVerification, sha256_hex, sha256_of_file, verify_dataset_folder, verify_file,
@@ -77,11 +78,13 @@ pub use element::{ElementType, IdxElement};
 pub use error::{DatasetError, MirrorAttempt, Result, ShapeProblem};
 #[cfg(feature = "fetch")]
 pub use fetch::{
-    FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, fetch_family, fetch_file,
+    DownloadLimits, FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, fetch_family,
+    fetch_file, remove_stale_partial_files,
 };
-pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_path};
+pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 pub use image_dataset::{ImageDataset, locate_split_files};
+pub use open::FileKind;
 pub use progress::ProgressDisplay;
 pub use splits::DatasetSplits;
 pub use writer::{encode_idx, write_idx};

@@ -10,6 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::files_under;
+
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use reclaim_dataset::{
@@ -52,24 +56,6 @@ fn mirror_with(entries: &[CatalogueFile]) -> tempfile::TempDir {
         std::fs::write(mirror.path().join(entry.compressed_name), recompressed).unwrap();
     }
     mirror
-}
-
-/// Every file under `folder`, recursively.
-fn files_under(folder: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return files;
-    };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files.sort();
-    files
 }
 
 fn folder_mirror(folder: &Path) -> Mirror {
@@ -125,8 +111,9 @@ fn fetches_the_whole_family_from_a_recompressed_file_url_mirror() {
             .iter()
             .all(|file| file.origin == FetchOrigin::AlreadyPresent)
     );
-    // Only the four files and their four decompressed copies: no temporary file is left.
-    assert_eq!(files_under(destination.path()).len(), 8);
+    // Only the four files, their four decompressed copies and the copies' records: no temporary
+    // file is left.
+    assert_eq!(files_under(destination.path()).len(), 12);
 }
 
 #[test]
@@ -425,17 +412,18 @@ fn http_mirror_on_the_loopback_address_with_fallback() {
         "both mirrors were asked"
     );
 
-    // An HTTP 404 is a Download error naming the URL.
+    // An HTTP 404 is a DownloadStatus error naming the URL and the status.
     let elsewhere = tempfile::tempdir().unwrap();
     match fetch_file(&entry, elsewhere.path(), &FetchOptions::only(vec![missing])).unwrap_err() {
         DatasetError::AllMirrorsFailed { attempts, .. } => match &attempts[0].error {
-            DatasetError::Download { url, .. } => {
+            DatasetError::DownloadStatus { url, status } => {
                 assert_eq!(
                     url,
                     &format!("{}missing/{}", server.base, entry.compressed_name)
-                )
+                );
+                assert_eq!(*status, 404);
             }
-            other => panic!("expected Download, got {other:?}"),
+            other => panic!("expected DownloadStatus, got {other:?}"),
         },
         other => panic!("expected AllMirrorsFailed, got {other:?}"),
     }
