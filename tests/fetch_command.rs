@@ -27,7 +27,11 @@ fn trickling_server() -> String {
         }
         let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n");
         for _ in 0..300 {
-            if stream.write_all(&[0x1f]).and_then(|()| stream.flush()).is_err() {
+            if stream
+                .write_all(&[0x1f])
+                .and_then(|()| stream.flush())
+                .is_err()
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -65,7 +69,10 @@ fn ctrl_c_during_a_fetch_exits_130_and_leaves_no_partial_file() {
     // The download is under way once its partial file exists.
     while partial_files(&data).is_empty() {
         assert!(Instant::now() < deadline, "the download never started");
-        assert!(child.try_wait().unwrap().is_none(), "reclaim fetch ended early");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "reclaim fetch ended early"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let sent = Command::new("kill")
@@ -83,7 +90,10 @@ fn ctrl_c_during_a_fetch_exits_130_and_leaves_no_partial_file() {
     let output = child.wait_with_output().unwrap();
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
-    assert!(stderr.starts_with("interrupted: stopped while fetching"), "{stderr}");
+    assert!(
+        stderr.starts_with("interrupted: stopped while fetching"),
+        "{stderr}"
+    );
     assert!(stderr.contains(&base), "{stderr}");
     assert_eq!(partial_files(&data), Vec::<PathBuf>::new());
     std::fs::remove_dir_all(data).unwrap();

@@ -96,7 +96,10 @@ pub fn describe_file(path: &Path) -> anyhow::Result<String> {
     writeln!(report, "file: {}", path.display())?;
     if array.compressed_source().is_some() {
         if array.path() == path {
-            writeln!(report, "decompressed: in memory (no cache folder is writable)")?;
+            writeln!(
+                report,
+                "decompressed: in memory (no cache folder is writable)"
+            )?;
         } else {
             writeln!(report, "decompressed: {}", array.path().display())?;
         }

@@ -4,8 +4,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
-/// Set by the first Ctrl-C or SIGTERM once [`install`] has run. An `Arc` so that libraries
-/// taking a cancellation flag (e.g. `FetchOptions::cancellation`) can share it.
+/// Set by the first Ctrl-C or SIGTERM once [`install`] has run (read it with
+/// `INTERRUPTED.load(Ordering::SeqCst)`). An `Arc` so that libraries taking a cancellation flag
+/// (e.g. `FetchOptions::cancellation`) can share it.
 pub static INTERRUPTED: LazyLock<Arc<AtomicBool>> =
     LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
@@ -24,11 +25,6 @@ pub fn install() -> anyhow::Result<()> {
         })
         .clone()
         .map_err(|error| anyhow::anyhow!("cannot install the Ctrl-C handler: {error}"))
-}
-
-/// Whether Ctrl-C or SIGTERM has arrived.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// A subcommand stopped by Ctrl-C or SIGTERM; `message` says what was kept or removed and how

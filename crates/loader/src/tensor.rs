@@ -202,7 +202,9 @@ mod tests {
     use crate::pool::MemoryAccounting;
 
     /// A pool of float buffers of 6 pixels, and one buffer of it holding `values`.
-    fn pool_and_buffer(values: &[f32]) -> (Arc<MemoryAccounting>, Arc<BufferPool>, Tracked<Pixels>) {
+    fn pool_and_buffer(
+        values: &[f32],
+    ) -> (Arc<MemoryAccounting>, Arc<BufferPool>, Tracked<Pixels>) {
         let accounting = Arc::new(MemoryAccounting::default());
         let pool = Arc::new(BufferPool::new(
             Arc::clone(&accounting),
@@ -240,7 +242,11 @@ mod tests {
         drop(data);
         assert_eq!(accounting.report().buffer_bytes, 6 * 4);
         let again = pool.take_pixels();
-        assert_eq!(address(&again), lent_address, "the pool got the buffer back");
+        assert_eq!(
+            address(&again),
+            lent_address,
+            "the pool got the buffer back"
+        );
         match again.get() {
             Pixels::F32(values) => assert_eq!(values, &[0.5, 9.0, 2.5, 3.5]),
             Pixels::U8(_) => unreachable!(),
@@ -261,7 +267,11 @@ mod tests {
             .unwrap_or_else(|_| panic!("a pooled float buffer detaches as a Vec<f32>"));
         assert_eq!(values, [1.0, 2.0, 3.0, 4.0]);
         assert_eq!(values.capacity(), 6);
-        assert_eq!(values.as_ptr() as usize, lent_address, "detached, not copied");
+        assert_eq!(
+            values.as_ptr() as usize,
+            lent_address,
+            "detached, not copied"
+        );
         // The buffer left the loader's accounting and its pool: the Vec owns it now.
         assert_eq!(accounting.report().current_bytes, 0);
         let fresh = pool.take_pixels();
