@@ -89,7 +89,10 @@ pub fn save_checkpoint(
             message: format!("cannot serialize the optimizer: {error:?}"),
         })?;
     write_file_atomically(&file(CheckpointFile::OptimizerState), &optimizer_bytes)?;
-    let state_text = serde_json::to_vec_pretty(state).expect("checkpoint state serializes");
+    let state_text = serde_json::to_vec_pretty(state).map_err(|error| TrainError::Checkpoint {
+        path: final_path.clone(),
+        message: format!("cannot write its state as JSON: {error}"),
+    })?;
     write_file_atomically(&file(CheckpointFile::State), &state_text)?;
     if final_path.exists() {
         std::fs::remove_dir_all(&final_path).map_err(|error| TrainError::io(&final_path, error))?;

@@ -137,6 +137,19 @@ impl TrainConfig {
         if self.training_sample_limit == Some(0) {
             return invalid("training sample limit", "must be at least 1");
         }
+        // config.json and every checkpoint record both folders as JSON text.
+        for (setting, folder) in [
+            ("data folder", &self.data_folder),
+            ("run folder", &self.run_folder),
+        ] {
+            if folder.to_str().is_none() {
+                let message = format!(
+                    "{} is not valid UTF-8, and a run records its folders in config.json",
+                    folder.display()
+                );
+                return invalid(setting, &message);
+            }
+        }
         Ok(())
     }
 
@@ -295,6 +308,36 @@ mod tests {
 
     fn config() -> TrainConfig {
         TrainConfig::recipe(BackendChoice::Ndarray, "data".into(), "run".into())
+    }
+
+    #[test]
+    fn folders_that_are_not_utf8_are_refused_naming_the_setting() {
+        use std::os::unix::ffi::OsStrExt;
+        let not_utf8 = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b"data-\xff"));
+        for (setting, config) in [
+            (
+                "data folder",
+                TrainConfig {
+                    data_folder: not_utf8.clone(),
+                    ..config()
+                },
+            ),
+            (
+                "run folder",
+                TrainConfig {
+                    run_folder: not_utf8.clone(),
+                    ..config()
+                },
+            ),
+        ] {
+            let error = config.validate().unwrap_err();
+            assert!(
+                matches!(&error, TrainError::InvalidConfig { setting: named, .. } if *named == setting),
+                "{error}"
+            );
+            assert!(error.to_string().contains("data-"), "{error}");
+        }
+        assert!(config().validate().is_ok());
     }
 
     #[test]

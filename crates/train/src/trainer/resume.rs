@@ -77,7 +77,11 @@ pub(super) fn prepare_or_resume(config: &TrainConfig) -> Result<PreparedRun, Tra
     let device = config.backend.device()?;
     let run_folder = &config.run_folder;
     std::fs::create_dir_all(run_folder).map_err(|error| TrainError::io(run_folder, error))?;
-    let config_json = serde_json::to_vec_pretty(config).expect("config serializes");
+    let config_json =
+        serde_json::to_vec_pretty(config).map_err(|error| TrainError::InvalidConfig {
+            setting: "configuration",
+            message: format!("cannot be written as JSON: {error}"),
+        })?;
     write_file_atomically(&RunFile::Config.path_in(run_folder), &config_json)?;
     drop(config_json);
 
