@@ -11,6 +11,7 @@ use crate::element::{ElementType, IdxElement};
 use crate::error::{DatasetError, Result};
 use crate::gz::{decompress_gz_cached_under, decompress_validated, is_gz_path, user_cache_roots};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
+use crate::mapping_guard::MappingRegistration;
 use crate::open::open_regular;
 
 /// Where an [`IdxArray`]'s bytes live.
@@ -46,7 +47,13 @@ pub enum AccessPattern {
 }
 
 enum Storage {
-    Mapped(Mmap),
+    Mapped {
+        /// The map's entry in the truncation guard. Declared (so dropped) before `map`: the range
+        /// leaves the guard's table before it is unmapped, so no other map placed at the same
+        /// addresses later can be mistaken for this one.
+        registration: MappingRegistration,
+        map: Mmap,
+    },
     Owned(Vec<u8>),
 }
 
@@ -121,10 +128,27 @@ impl IdxArray {
     /// # Safety
     ///
     /// This is memmap2's contract for [`memmap2::Mmap::map`]: the file must not be modified or
-    /// truncated (by this or any other process) while the array exists. Changing it changes the
-    /// bytes behind the slices this array hands out, and truncating it makes reading them raise
-    /// `SIGBUS`. Files written by this crate ([`crate::write_idx`], the `.gz` cache, fetching)
-    /// are replaced by renaming, never modified in place, so they satisfy this.
+    /// truncated (by this or any other process) while the array exists. Files written by this
+    /// crate ([`crate::write_idx`], the `.gz` cache, fetching) are replaced by renaming, never
+    /// modified in place, so they satisfy this.
+    ///
+    /// What happens when the contract is broken anyway:
+    ///
+    /// - *Truncated* (on Linux): reading a page past the file's new end raises `SIGBUS`, which
+    ///   Reclaim's guard catches: the whole map is replaced by zero pages (every later read of
+    ///   this array sees zeros, and nothing faults again) and
+    ///   [`IdxArray::verify_mapping_intact`] returns [`DatasetError::MappedFileChanged`] from
+    ///   then on, so a caller that checks it (reclaim-loader, once per batch) stops with a typed
+    ///   error instead of the process dying; what it read between the fault and the check was
+    ///   zeros, to be discarded. Not caught: a truncation that nothing reads past, or that
+    ///   removes no whole page (the bytes past the new end inside its last page read as zeros
+    ///   without a fault); a map made while the guard's table of 64 mappings is full (it is
+    ///   then unguarded, and `SIGBUS` kills the process as before); every target but Linux.
+    /// - *Modified in place* (bytes rewritten, same length): nothing faults; the slices this
+    ///   array hands out silently change, and nothing here can notice it. Labels were checked
+    ///   against the number of classes only when the file was opened; reclaim-loader, given the
+    ///   class count, checks each label again as it batches it, so a changed label is at worst
+    ///   another valid label or a typed error, never an out-of-bounds index.
     pub unsafe fn open_mapped(path: impl AsRef<Path>) -> Result<Self> {
         // SAFETY: the caller upholds this function's contract, which is `open_mapped_under`'s.
         unsafe { Self::open_mapped_under(path.as_ref(), &user_cache_roots()) }
@@ -155,13 +179,15 @@ impl IdxArray {
         // SAFETY: the caller upholds memmap2's contract (stated under `# Safety` above): the file
         // is not modified or truncated while the map lives. The map is read-only.
         let map = unsafe { Mmap::map(&file) }.map_err(|error| DatasetError::io(&path, error))?;
+        // Registered before the header is read, so even that read is guarded.
+        let registration = MappingRegistration::register(&map);
         let prefix = &map[..map.len().min(MAXIMUM_HEADER_LENGTH)];
         let header = parse_idx_header(prefix, &path, map.len() as u64)?;
         Ok(IdxArray {
             path,
             compressed_source,
             header,
-            storage: Storage::Mapped(map),
+            storage: Storage::Mapped { registration, map },
         })
     }
 
@@ -305,7 +331,7 @@ impl IdxArray {
 
     fn file_bytes(&self) -> &[u8] {
         match &self.storage {
-            Storage::Mapped(map) => map,
+            Storage::Mapped { map, .. } => map,
             Storage::Owned(bytes) => bytes,
         }
     }
@@ -382,7 +408,7 @@ impl IdxArray {
     /// Whether the bytes are mapped or owned.
     pub fn storage(&self) -> StorageKind {
         match self.storage {
-            Storage::Mapped(_) => StorageKind::Mapped,
+            Storage::Mapped { .. } => StorageKind::Mapped,
             Storage::Owned(_) => StorageKind::Owned,
         }
     }
@@ -390,7 +416,7 @@ impl IdxArray {
     /// The length of the memory map (the whole file), 0 when owned.
     pub fn mapped_bytes(&self) -> usize {
         match &self.storage {
-            Storage::Mapped(map) => map.len(),
+            Storage::Mapped { map, .. } => map.len(),
             Storage::Owned(_) => 0,
         }
     }
@@ -398,8 +424,35 @@ impl IdxArray {
     /// The bytes this array owns on the heap (its buffer's capacity), 0 when mapped.
     pub fn heap_bytes(&self) -> usize {
         match &self.storage {
-            Storage::Mapped(_) => 0,
+            Storage::Mapped { .. } => 0,
             Storage::Owned(bytes) => bytes.capacity(),
+        }
+    }
+
+    /// Whether the mapped file is still what was mapped, as far as the truncation guard can
+    /// tell: [`DatasetError::MappedFileChanged`] (naming the file) once a read past the end of a
+    /// truncated file has faulted (the array's bytes have been zeros since; see
+    /// [`IdxArray::open_mapped`] for what is and is not caught). Always `Ok` for owned arrays,
+    /// and for mappings the guard could not take (table full, or not Linux).
+    ///
+    /// One atomic load: cheap enough to call once per batch.
+    pub fn verify_mapping_intact(&self) -> Result<()> {
+        match &self.storage {
+            Storage::Mapped { registration, .. } if registration.has_faulted() => {
+                Err(DatasetError::MappedFileChanged {
+                    path: self.path.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the truncation guard holds this array's map (`false` for owned arrays).
+    #[cfg(all(test, target_os = "linux"))]
+    pub(crate) fn is_mapping_guarded(&self) -> bool {
+        match &self.storage {
+            Storage::Mapped { registration, .. } => registration.is_guarded(),
+            Storage::Owned(_) => false,
         }
     }
 
@@ -407,7 +460,7 @@ impl IdxArray {
     /// arrays or on platforms without `madvise`. The advice is only a hint; the data is the same.
     pub fn advise(&self, pattern: AccessPattern) -> Result<()> {
         #[cfg(unix)]
-        if let Storage::Mapped(map) = &self.storage {
+        if let Storage::Mapped { map, .. } = &self.storage {
             use memmap2::Advice;
             let advice = match pattern {
                 AccessPattern::Normal => Advice::Normal,
@@ -576,5 +629,200 @@ mod tests {
     fn arrays_are_send_and_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<IdxArray>();
+    }
+
+    /// The truncation guard, for real: files truncated under their maps in this process.
+    #[cfg(target_os = "linux")]
+    mod truncation_guard {
+        use super::*;
+        use crate::mapping_guard::GUARDED_RANGE_SLOTS;
+
+        /// The length of a rank-1 IDX header.
+        const RANK_ONE_HEADER_LENGTH: u64 = 8;
+        const FILL_BYTE: u8 = 7;
+
+        fn page_size() -> usize {
+            // SAFETY: sysconf only reads a system constant.
+            usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap()
+        }
+
+        /// Writes a rank-1 `u8` IDX file whose data spans `pages` pages, every byte
+        /// `FILL_BYTE`, so that truncating it leaves whole mapped pages past its end.
+        fn write_multi_page_file(path: &Path, pages: usize) {
+            let data = vec![FILL_BYTE; pages * page_size()];
+            write_idx(path, &[data.len()], &data).unwrap();
+        }
+
+        /// The sum of every byte, each read for real (volatile), however the optimizer sees it.
+        fn sum_of_every_byte(bytes: &[u8]) -> u64 {
+            bytes
+                .iter()
+                // SAFETY: `byte` is a reference to an initialized byte of a live slice.
+                .map(|byte| u64::from(unsafe { std::ptr::read_volatile(byte) }))
+                .sum()
+        }
+
+        fn truncate(path: &Path, length: u64) {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_len(length)
+                .unwrap();
+        }
+
+        fn expect_mapped_file_changed(array: &IdxArray, path: &Path) {
+            let error = array
+                .verify_mapping_intact()
+                .expect_err("the truncation was noticed");
+            let message = error.to_string();
+            assert!(
+                message.starts_with(&path.display().to_string()),
+                "{message}"
+            );
+            assert!(
+                message.contains("truncated or replaced while mapped"),
+                "{message}"
+            );
+            match error {
+                DatasetError::MappedFileChanged { path: reported } => assert_eq!(reported, path),
+                other => panic!("expected MappedFileChanged, got {other:?}"),
+            }
+        }
+
+        #[test]
+        fn a_file_truncated_under_its_map_reads_zeros_and_reports_mapped_file_changed() {
+            let folder = tempfile::tempdir().unwrap();
+            let path = folder.path().join("data");
+            write_multi_page_file(&path, 4);
+            // SAFETY: deliberately broken: the file is truncated below while mapped, which is
+            // what the guard under test turns from a SIGBUS death into an error.
+            let array = unsafe { IdxArray::open_mapped(&path) }.unwrap();
+            assert!(array.is_mapping_guarded());
+            let data_length = array.data_bytes().len() as u64;
+            assert_eq!(
+                sum_of_every_byte(array.data_bytes()),
+                data_length * u64::from(FILL_BYTE),
+                "every page read in before the truncation"
+            );
+            array.verify_mapping_intact().unwrap();
+
+            truncate(&path, RANK_ONE_HEADER_LENGTH);
+            assert_eq!(
+                sum_of_every_byte(array.data_bytes()),
+                0,
+                "past the new end the map reads zeros (and the process lives)"
+            );
+            expect_mapped_file_changed(&array, &path);
+            assert_eq!(
+                sum_of_every_byte(array.data_bytes()),
+                0,
+                "and never faults again"
+            );
+            expect_mapped_file_changed(&array, &path);
+        }
+
+        #[test]
+        fn the_fault_is_recorded_against_the_truncated_files_map_only() {
+            let folder = tempfile::tempdir().unwrap();
+            let truncated_path = folder.path().join("truncated");
+            let untouched_path = folder.path().join("untouched");
+            write_multi_page_file(&truncated_path, 3);
+            write_multi_page_file(&untouched_path, 3);
+            // SAFETY: deliberately broken for `truncated` (see above); `untouched` is not
+            // modified while mapped.
+            let (truncated, untouched) = unsafe {
+                (
+                    IdxArray::open_mapped(&truncated_path).unwrap(),
+                    IdxArray::open_mapped(&untouched_path).unwrap(),
+                )
+            };
+
+            truncate(&truncated_path, 0);
+            assert_eq!(sum_of_every_byte(truncated.data_bytes()), 0);
+            let untouched_length = untouched.data_bytes().len() as u64;
+            assert_eq!(
+                sum_of_every_byte(untouched.data_bytes()),
+                untouched_length * u64::from(FILL_BYTE)
+            );
+            expect_mapped_file_changed(&truncated, &truncated_path);
+            untouched.verify_mapping_intact().unwrap();
+            assert_eq!(
+                truncated.shape(),
+                untouched.shape(),
+                "the parsed header is kept"
+            );
+        }
+
+        #[test]
+        fn intact_mappings_and_owned_arrays_verify() {
+            let folder = tempfile::tempdir().unwrap();
+            let path = folder.path().join("data");
+            write_multi_page_file(&path, 2);
+            // SAFETY: the file is not modified while mapped.
+            let mapped = unsafe { IdxArray::open_mapped(&path) }.unwrap();
+            assert!(sum_of_every_byte(mapped.data_bytes()) > 0);
+            mapped.verify_mapping_intact().unwrap();
+            let owned = IdxArray::open_owned(&path).unwrap();
+            assert!(!owned.is_mapping_guarded());
+            owned.verify_mapping_intact().unwrap();
+        }
+
+        #[test]
+        fn a_sigbus_outside_every_guarded_map_still_kills_the_process() {
+            let folder = tempfile::tempdir().unwrap();
+            let guarded_path = folder.path().join("guarded");
+            let foreign_path = folder.path().join("foreign");
+            write_multi_page_file(&guarded_path, 1);
+            write_multi_page_file(&foreign_path, 3);
+            // SAFETY: the file is not modified while mapped.
+            let guarded = unsafe { IdxArray::open_mapped(&guarded_path) }.unwrap();
+            assert!(guarded.is_mapping_guarded(), "the handler is installed");
+            let foreign_file = File::open(&foreign_path).unwrap();
+            // SAFETY: deliberately broken: the file is truncated while mapped, and only the
+            // forked child below reads the map (and is expected to die of it).
+            let foreign = unsafe { Mmap::map(&foreign_file) }.unwrap();
+            truncate(&foreign_path, 0);
+
+            // SAFETY: the child only calls async-signal-safe code (setrlimit, volatile reads of
+            // a map, _exit): nothing that could wait on a lock another thread held at the fork.
+            let child = unsafe { libc::fork() };
+            assert!(child >= 0, "fork failed");
+            if child == 0 {
+                let no_core_dump = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                // SAFETY: `no_core_dump` is a valid rlimit; only this child process is limited.
+                unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core_dump) };
+                let survived_with = sum_of_every_byte(&foreign);
+                // SAFETY: _exit ends the child at once, running nothing of the parent's state.
+                unsafe { libc::_exit(if survived_with == 0 { 100 } else { 101 }) };
+            }
+            let mut status = 0;
+            // SAFETY: waits for this test's own child; `status` is a valid out pointer.
+            let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+            assert_eq!(waited, child);
+            assert!(
+                libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS,
+                "the unguarded read must die of SIGBUS as before; wait status {status:#x}"
+            );
+            guarded.verify_mapping_intact().unwrap();
+        }
+
+        #[test]
+        fn dropping_a_mapping_frees_its_guard_slot() {
+            let folder = tempfile::tempdir().unwrap();
+            let path = folder.path().join("data");
+            write_multi_page_file(&path, 1);
+            // Twice the table and one more, one at a time: each takes a slot the one before
+            // it freed (other tests may hold a few at the same time, never most).
+            for opened in 0..2 * GUARDED_RANGE_SLOTS + 1 {
+                // SAFETY: the file is not modified while mapped.
+                let array = unsafe { IdxArray::open_mapped(&path) }.unwrap();
+                assert!(array.is_mapping_guarded(), "mapping {opened} is guarded");
+                drop(array);
+            }
+        }
     }
 }

@@ -98,6 +98,17 @@ pub enum DatasetError {
         /// The actual length in bytes.
         actual: u64,
     },
+    /// A memory-mapped file was truncated while mapped (also what overwriting it in place, as
+    /// `cp` onto it does, starts with): a read past its new end faulted, and the map has read as
+    /// zeros since. Reported by
+    /// [`IdxArray::verify_mapping_intact`](crate::IdxArray::verify_mapping_intact).
+    #[error(
+        "{path} was truncated or replaced while mapped: its data can no longer be trusted; the run stopped"
+    )]
+    MappedFileChanged {
+        /// The mapped file.
+        path: PathBuf,
+    },
     /// The array holds another element type than the one asked for.
     #[error("{path}: wrong element type: expected {expected}, file holds {found}")]
     WrongElementType {

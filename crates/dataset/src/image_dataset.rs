@@ -55,7 +55,10 @@ impl ImageDataset {
     /// # Safety
     ///
     /// As for [`IdxArray::open_mapped`] (memmap2's contract): neither file may be modified or
-    /// truncated while the dataset exists.
+    /// truncated while the dataset exists. If one is truncated anyway, on Linux the read past
+    /// its end reads zeros instead of killing the process, and
+    /// [`ImageDataset::verify_mapping_intact`] reports [`DatasetError::MappedFileChanged`] naming
+    /// it; bytes changed in place are not caught (see [`IdxArray::open_mapped`] for both).
     pub unsafe fn open_mapped(folder: impl AsRef<Path>, split: Split) -> Result<Self> {
         let (images_path, labels_path) = locate_split_files(folder.as_ref(), split)?;
         // SAFETY: the caller upholds memmap2's contract for both files (see `# Safety`).
@@ -232,6 +235,14 @@ impl ImageDataset {
         self.labels.advise(pattern)
     }
 
+    /// [`IdxArray::verify_mapping_intact`] for the images, then the labels:
+    /// [`DatasetError::MappedFileChanged`] naming the first file whose map faulted after it was
+    /// truncated. Two atomic loads; always `Ok` for an owned dataset.
+    pub fn verify_mapping_intact(&self) -> Result<()> {
+        self.images.verify_mapping_intact()?;
+        self.labels.verify_mapping_intact()
+    }
+
     /// Bytes mapped for both files (0 when owned).
     pub fn mapped_bytes(&self) -> usize {
         self.images.mapped_bytes() + self.labels.mapped_bytes()
@@ -371,6 +382,47 @@ mod tests {
             }
             other => panic!("expected MissingFile, got {other:?}"),
         }
+    }
+
+    /// A truncated images file, for real: the dataset names it, its labels still verify.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_truncated_images_file_is_reported_by_the_dataset() {
+        let folder = tempfile::tempdir().unwrap();
+        let images_path = folder.path().join("t10k-images-idx3-ubyte");
+        // 64 images of 28 x 28: several pages past the header.
+        let count = 64;
+        crate::write_idx(&images_path, &[count, 28, 28], &vec![9u8; count * 28 * 28]).unwrap();
+        crate::write_idx(
+            folder.path().join("t10k-labels-idx1-ubyte"),
+            &[count],
+            &vec![3u8; count],
+        )
+        .unwrap();
+        // SAFETY: deliberately broken: the images file is truncated below while mapped, which
+        // the truncation guard turns from a SIGBUS death into an error.
+        let dataset = unsafe { ImageDataset::open_mapped(folder.path(), Split::Test) }.unwrap();
+        dataset.verify_mapping_intact().unwrap();
+
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&images_path)
+            .unwrap()
+            .set_len(16)
+            .unwrap();
+        let pixel_sum: u64 = (0..dataset.len())
+            .map(|index| {
+                let image = std::hint::black_box(dataset.image(index));
+                image.iter().map(|&pixel| u64::from(pixel)).sum::<u64>()
+            })
+            .sum();
+        assert_eq!(pixel_sum, 0, "the truncated file's map reads zeros");
+        assert_eq!(dataset.labels(), vec![3u8; count].as_slice());
+        match dataset.verify_mapping_intact() {
+            Err(DatasetError::MappedFileChanged { path }) => assert_eq!(path, images_path),
+            other => panic!("expected MappedFileChanged, got {other:?}"),
+        }
+        dataset.label_array().verify_mapping_intact().unwrap();
     }
 
     #[test]

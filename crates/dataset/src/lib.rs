@@ -11,7 +11,12 @@
 //!   atomically (temporary file, then rename).
 //! - [`ImageDataset`]: images (N x H x W `u8`) and labels (N `u8`) of one [`Split`], checked against
 //!   each other; `Send + Sync`, zero copy, unmapped on drop. [`DatasetSplits`]: both splits of a
-//!   folder, mapped together.
+//!   folder, mapped together ([`DatasetSplits::open_mapped`]) or read into memory
+//!   ([`DatasetSplits::open_owned`]).
+//! - Truncation guard (Linux): a mapped file truncated while mapped does not kill the process
+//!   with `SIGBUS`; its map reads as zeros from the fault on, and
+//!   [`IdxArray::verify_mapping_intact`] / [`ImageDataset::verify_mapping_intact`] report
+//!   [`DatasetError::MappedFileChanged`] (what is and is not caught: [`IdxArray::open_mapped`]).
 //! - [`write_file_atomically`]: the workspace's one atomic write (temporary file, then rename).
 //! - [`ProgressDisplay`]: bar or nothing, for downloads here and epochs in `reclaim-train`; the
 //!   bar itself with the cargo feature `progress`.
@@ -60,6 +65,7 @@ mod fetch;
 mod gz;
 mod header;
 mod image_dataset;
+mod mapping_guard;
 mod open;
 mod progress;
 mod splits;

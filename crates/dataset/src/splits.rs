@@ -6,8 +6,9 @@ use crate::catalogue::Split;
 use crate::error::Result;
 use crate::image_dataset::ImageDataset;
 
-/// Both splits of a dataset folder holding the MNIST file names (raw or `.gz`), memory-mapped:
-/// what a training run reads. Dropping it unmaps all four files (the training split first).
+/// Both splits of a dataset folder holding the MNIST file names (raw or `.gz`), memory-mapped
+/// or read into memory: what a training run reads. Dropping it unmaps (or frees) all four files
+/// (the training split first).
 #[derive(Debug)]
 pub struct DatasetSplits {
     /// The training split.
@@ -24,13 +25,28 @@ impl DatasetSplits {
     ///
     /// memmap2's contract, as for [`IdxArray::open_mapped`](crate::IdxArray::open_mapped): none
     /// of the mapped files (the four files, or their decompressed copies in `cache/`) may be
-    /// modified or truncated while the splits exist.
+    /// modified or truncated while the splits exist. If one is truncated anyway, on Linux the
+    /// read past its end reads zeros instead of killing the process, and its split's
+    /// [`ImageDataset::verify_mapping_intact`] reports
+    /// [`DatasetError::MappedFileChanged`](crate::DatasetError::MappedFileChanged) naming it;
+    /// bytes changed in place are not caught (see `IdxArray::open_mapped` for both). Where that
+    /// is not good enough, [`DatasetSplits::open_owned`] reads everything into memory instead.
     pub unsafe fn open_mapped(folder: impl AsRef<Path>) -> Result<Self> {
         let folder = folder.as_ref();
         // SAFETY: the caller upholds memmap2's contract for every file (see `# Safety`).
         let train = unsafe { ImageDataset::open_mapped(folder, Split::Train) }?;
         // SAFETY: as above.
         let test = unsafe { ImageDataset::open_mapped(folder, Split::Test) }?;
+        Ok(DatasetSplits { train, test })
+    }
+
+    /// Reads the training and test splits of `folder` into memory (each as
+    /// [`ImageDataset::open_owned`] does). Safe: later changes to the files do not affect the
+    /// splits; costs the four files' size on the heap.
+    pub fn open_owned(folder: impl AsRef<Path>) -> Result<Self> {
+        let folder = folder.as_ref();
+        let train = ImageDataset::open_owned(folder, Split::Train)?;
+        let test = ImageDataset::open_owned(folder, Split::Test)?;
         Ok(DatasetSplits { train, test })
     }
 }
@@ -40,29 +56,25 @@ mod tests {
     use super::*;
     use crate::{DatasetError, StorageKind, write_idx};
 
-    #[test]
-    fn opens_both_splits_mapped() {
-        let folder = tempfile::tempdir().unwrap();
+    /// Writes a small dataset folder: 3 training and 2 test images of 2 x 2, with these
+    /// training labels (the test labels are 4 and 5).
+    fn write_dataset_folder(folder: &Path, train_labels: &[u8; 3]) {
         let files = [
             ("train-images-idx3-ubyte", 3),
             ("t10k-images-idx3-ubyte", 2),
         ];
         for (name, count) in files {
             let pixels = vec![7u8; count * 2 * 2];
-            write_idx(folder.path().join(name), &[count, 2, 2], &pixels).unwrap();
+            write_idx(folder.join(name), &[count, 2, 2], &pixels).unwrap();
         }
-        write_idx(
-            folder.path().join("train-labels-idx1-ubyte"),
-            &[3],
-            &[1u8, 2, 3],
-        )
-        .unwrap();
-        write_idx(
-            folder.path().join("t10k-labels-idx1-ubyte"),
-            &[2],
-            &[4u8, 5],
-        )
-        .unwrap();
+        write_idx(folder.join("train-labels-idx1-ubyte"), &[3], train_labels).unwrap();
+        write_idx(folder.join("t10k-labels-idx1-ubyte"), &[2], &[4u8, 5]).unwrap();
+    }
+
+    #[test]
+    fn opens_both_splits_mapped() {
+        let folder = tempfile::tempdir().unwrap();
+        write_dataset_folder(folder.path(), &[1, 2, 3]);
 
         // SAFETY: the files are this test's own and nothing modifies them while mapped.
         let splits = unsafe { DatasetSplits::open_mapped(folder.path()) }.unwrap();
@@ -71,6 +83,27 @@ mod tests {
         assert_eq!(splits.train.labels(), &[1, 2, 3]);
         assert_eq!(splits.test.labels(), &[4, 5]);
         assert_eq!(splits.train.images().storage(), StorageKind::Mapped);
+    }
+
+    #[test]
+    fn opens_both_splits_owned() {
+        let folder = tempfile::tempdir().unwrap();
+        write_dataset_folder(folder.path(), &[1, 2, 3]);
+
+        let splits = DatasetSplits::open_owned(folder.path()).unwrap();
+        assert_eq!(splits.train.split(), Some(Split::Train));
+        assert_eq!(splits.test.split(), Some(Split::Test));
+        assert_eq!(splits.train.labels(), &[1, 2, 3]);
+        assert_eq!(splits.test.labels(), &[4, 5]);
+        assert_eq!(splits.test.image(1), &[7, 7, 7, 7]);
+        for split in [&splits.train, &splits.test] {
+            assert_eq!(split.images().storage(), StorageKind::Owned);
+            assert_eq!(split.label_array().storage(), StorageKind::Owned);
+            assert_eq!(split.mapped_bytes(), 0);
+        }
+        // Owned: the files can go, the splits stay.
+        drop(folder);
+        assert_eq!(splits.train.label(2), 3);
     }
 
     #[test]
