@@ -9,6 +9,7 @@ use memmap2::Mmap;
 
 use crate::element::{ElementType, IdxElement};
 use crate::error::{DatasetError, Result};
+use crate::fingerprint::FileFingerprint;
 use crate::gz::{decompress_gz_cached_under, decompress_validated, is_gz_path, user_cache_roots};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 use crate::mapping_guard::MappingRegistration;
@@ -456,6 +457,12 @@ impl IdxArray {
         }
     }
 
+    /// The size and XXH3-128 of the whole file as held (header and data, decompressed), hashed
+    /// in place from the map or the buffer: the array's identity for resuming a run.
+    pub fn fingerprint(&self) -> FileFingerprint {
+        FileFingerprint::of_bytes(self.file_bytes())
+    }
+
     /// Tells the kernel how the mapped bytes will be read (`madvise`). Does nothing for owned
     /// arrays or on platforms without `madvise`. The advice is only a hint; the data is the same.
     pub fn advise(&self, pattern: AccessPattern) -> Result<()> {
@@ -622,6 +629,36 @@ mod tests {
             other_array.path().parent(),
             array.path().parent(),
             "two data folders never share a cache entry"
+        );
+    }
+
+    #[test]
+    fn a_gz_caches_fingerprint_is_the_xxh3_its_source_record_holds() {
+        use std::io::Write;
+        let folder = tempfile::tempdir().unwrap();
+        let gz_path = folder.path().join("labels.gz");
+        let raw = encode_idx::<u8>(&[5], &[2, 7, 1, 8, 2]).unwrap();
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&raw).unwrap();
+        std::fs::write(&gz_path, encoder.finish().unwrap()).unwrap();
+
+        // SAFETY: the cache file is this test's own and nothing modifies it while mapped.
+        let mapped = unsafe { IdxArray::open_mapped_under(&gz_path, &[]) }.unwrap();
+        assert_eq!(mapped.storage(), StorageKind::Mapped);
+        let fingerprint = mapped.fingerprint();
+        assert_eq!(fingerprint.bytes, raw.len() as u64);
+        let mut record_path = mapped.path().as_os_str().to_owned();
+        record_path.push(".source");
+        let record = std::fs::read_to_string(record_path).unwrap();
+        assert!(
+            record.contains(&format!("\nxxh3_128 {}\n", fingerprint.xxh3_128)),
+            "{record}"
+        );
+        let owned = IdxArray::from_bytes("memory", raw).unwrap();
+        assert_eq!(
+            owned.fingerprint(),
+            fingerprint,
+            "mapped and owned hash alike"
         );
     }
 

@@ -18,6 +18,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
+/// XXH3-128 of `bytes` (seed 0), as 32 lowercase hexadecimal digits: the digest the `.gz`
+/// cache's `.source` record holds and [`crate::FileFingerprint`] reports.
+pub(crate) fn xxh3_128_hex(bytes: &[u8]) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
+}
+
 /// SHA-256 of a file's bytes as stored (no decompression), lowercase hex.
 pub fn sha256_of_file(path: &Path) -> Result<String> {
     let (file, _) = open_regular(path)?;

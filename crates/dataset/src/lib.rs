@@ -17,6 +17,9 @@
 //!   with `SIGBUS`; its map reads as zeros from the fault on, and
 //!   [`IdxArray::verify_mapping_intact`] / [`ImageDataset::verify_mapping_intact`] report
 //!   [`DatasetError::MappedFileChanged`] (what is and is not caught: [`IdxArray::open_mapped`]).
+//! - [`DatasetSplits::fingerprint`] → [`DatasetFingerprint`]: the size and XXH3-128 of each of
+//!   the four files as held (a [`FileFingerprint`] each, also from [`IdxArray::fingerprint`]),
+//!   for a resumed run to check it reads the same data; (de)serializes with the feature `serde`.
 //! - [`write_file_atomically`]: the workspace's one atomic write (temporary file, then rename).
 //! - [`ProgressDisplay`]: bar or nothing, for downloads here and epochs in `reclaim-train`; the
 //!   bar itself with the cargo feature `progress`.
@@ -62,6 +65,7 @@ mod element;
 mod error;
 #[cfg(feature = "fetch")]
 mod fetch;
+mod fingerprint;
 mod gz;
 mod header;
 mod image_dataset;
@@ -87,6 +91,7 @@ pub use fetch::{
     DownloadLimits, FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, fetch_family,
     fetch_file, remove_stale_partial_files,
 };
+pub use fingerprint::{DatasetFingerprint, FileFingerprint};
 pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 pub use image_dataset::{ImageDataset, locate_split_files};

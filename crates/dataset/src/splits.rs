@@ -4,6 +4,7 @@ use std::path::Path;
 
 use crate::catalogue::Split;
 use crate::error::Result;
+use crate::fingerprint::DatasetFingerprint;
 use crate::image_dataset::ImageDataset;
 
 /// Both splits of a dataset folder holding the MNIST file names (raw or `.gz`), memory-mapped
@@ -48,6 +49,18 @@ impl DatasetSplits {
         let train = ImageDataset::open_owned(folder, Split::Train)?;
         let test = ImageDataset::open_owned(folder, Split::Test)?;
         Ok(DatasetSplits { train, test })
+    }
+
+    /// The size and XXH3-128 of each of the four files as held (header and data, decompressed),
+    /// hashed in place: what a resumed run compares with its checkpoint's. Reads every byte
+    /// once (XXH3 runs at memory speed; a mapped file's pages are read in if they are not).
+    pub fn fingerprint(&self) -> DatasetFingerprint {
+        DatasetFingerprint {
+            train_images: self.train.images().fingerprint(),
+            train_labels: self.train.label_array().fingerprint(),
+            test_images: self.test.images().fingerprint(),
+            test_labels: self.test.label_array().fingerprint(),
+        }
     }
 }
 
@@ -104,6 +117,55 @@ mod tests {
         // Owned: the files can go, the splits stay.
         drop(folder);
         assert_eq!(splits.train.label(2), 3);
+    }
+
+    #[test]
+    fn equal_contents_have_equal_fingerprints_and_one_label_changes_one_file_fingerprint() {
+        let first = tempfile::tempdir().unwrap();
+        let second = tempfile::tempdir().unwrap();
+        write_dataset_folder(first.path(), &[1, 2, 3]);
+        write_dataset_folder(second.path(), &[1, 2, 3]);
+        // SAFETY: the files are this test's own and nothing modifies them while mapped.
+        let first_mapped = unsafe { DatasetSplits::open_mapped(first.path()) }.unwrap();
+        let first_owned = DatasetSplits::open_owned(first.path()).unwrap();
+        let second_owned = DatasetSplits::open_owned(second.path()).unwrap();
+        let fingerprint = first_mapped.fingerprint();
+        assert_eq!(
+            fingerprint,
+            first_owned.fingerprint(),
+            "mapped and owned alike"
+        );
+        assert_eq!(
+            fingerprint,
+            second_owned.fingerprint(),
+            "same content, same print"
+        );
+        assert_eq!(fingerprint.train_labels.bytes, 8 + 3);
+        assert_eq!(fingerprint.test_images.bytes, 16 + 2 * 2 * 2);
+
+        // One label byte changed (a new file, renamed into place).
+        write_idx(
+            second.path().join("train-labels-idx1-ubyte"),
+            &[3],
+            &[1u8, 2, 4],
+        )
+        .unwrap();
+        let changed = DatasetSplits::open_owned(second.path())
+            .unwrap()
+            .fingerprint();
+        assert_ne!(changed.train_labels, fingerprint.train_labels);
+        assert_eq!(changed.train_labels.bytes, fingerprint.train_labels.bytes);
+        assert_eq!(changed.train_images, fingerprint.train_images);
+        assert_eq!(changed.test_images, fingerprint.test_images);
+        assert_eq!(changed.test_labels, fingerprint.test_labels);
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn fingerprints_implement_serialize_and_deserialize() {
+        fn assert_serde<T: serde::Serialize + serde::de::DeserializeOwned>() {}
+        assert_serde::<DatasetFingerprint>();
+        assert_serde::<crate::FileFingerprint>();
     }
 
     #[test]
