@@ -49,6 +49,15 @@ fn main() -> std::process::ExitCode {
             eprintln!("{error:#}");
             std::process::ExitCode::from(cli::interrupt::EXIT_STATUS)
         }
+        Err(error)
+            if matches!(
+                error.downcast_ref::<reclaim_train::TrainError>(),
+                Some(reclaim_train::TrainError::Diverged { .. })
+            ) =>
+        {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::from(cli::train::DIVERGED_EXIT_STATUS)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE

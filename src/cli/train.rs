@@ -1,12 +1,46 @@
 //! `reclaim train` and `reclaim eval`.
 
+use std::ffi::OsString;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use reclaim_dataset::{Family, Split};
 use reclaim_train::{
-    BackendChoice, CheckpointFile, PixelScaling, ProgressDisplay, RunFile, StartPolicy,
-    TrainConfig, evaluate_weights, latest_checkpoint,
+    BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, PixelScaling, ProgressDisplay,
+    RunFile, StartPolicy, TrainConfig, TrainError, evaluate_weights, latest_checkpoint,
 };
+
+use super::interrupt::{self, Interrupted};
+
+/// The exit status of a run whose loss stopped being finite (`reclaim train`): not a crash, an
+/// outcome, told apart from other failures (1), from bad arguments (2) and from Ctrl-C (130).
+pub const DIVERGED_EXIT_STATUS: u8 = 3;
+
+/// How the dataset is held (`--storage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum StorageArgument {
+    /// Memory-map the files: no copy, nothing read before it is used. The files must not be
+    /// changed during the run (a truncated file stops the run with an error).
+    #[default]
+    Mapped,
+    /// Read the files into memory first (55 MB for MNIST): safe whatever happens to them.
+    Owned,
+}
+
+impl StorageArgument {
+    fn storage(self) -> DatasetStorage {
+        match self {
+            StorageArgument::Owned => DatasetStorage::owned(),
+            // SAFETY: `--storage mapped` is the user's choice, documented (its --help and
+            // docs/reliability.md) as requiring that the dataset files are not changed during
+            // the command; a truncation is caught by reclaim-dataset's guard and an
+            // out-of-range label by the loader, so breaking the promise stops the run with an
+            // error rather than a signal.
+            StorageArgument::Mapped => unsafe { DatasetStorage::mapped() },
+        }
+    }
+}
 
 /// Arguments of `reclaim train`.
 #[derive(Debug, clap::Args)]
@@ -44,9 +78,19 @@ pub struct TrainArguments {
     /// The run folder (default: runs/train-BACKEND).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Continue from the newest checkpoint in the run folder.
-    #[arg(long)]
+    /// Continue from the newest checkpoint in the run folder (same settings and dataset).
+    #[arg(long, conflicts_with = "overwrite")]
     pub resume: bool,
+    /// Replace a run already in the run folder (kept aside until this run's first checkpoint).
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Also checkpoint every N steps within epochs (a crash then loses at most N steps).
+    #[arg(long, value_name = "N")]
+    pub checkpoint_every: Option<NonZeroUsize>,
+    /// How the dataset is held: mapped (no copy; the files must not change during the run)
+    /// or owned (read into memory first).
+    #[arg(long, value_enum, default_value_t)]
+    pub storage: StorageArgument,
     /// Train on the first N training samples only.
     #[arg(long)]
     pub limit: Option<usize>,
@@ -70,10 +114,18 @@ pub struct EvalArguments {
     /// Standardize pixels (use it when the model was trained with --standardize).
     #[arg(long)]
     pub standardize: bool,
+    /// How the dataset is held: mapped or owned (see `reclaim train --help`).
+    #[arg(long, value_enum, default_value_t)]
+    pub storage: StorageArgument,
 }
 
-fn data_folder(argument: Option<&Path>) -> PathBuf {
-    reclaim_dataset::default_data_folder(argument, reclaim_dataset::Family::Mnist)
+/// The dataset folder: the one given (or $RECLAIM_DATA, or the vendored data/), or its
+/// `mnist/` subfolder, whichever holds the files; an error naming what was given otherwise.
+fn data_folder(argument: Option<&Path>) -> anyhow::Result<PathBuf> {
+    Ok(reclaim_dataset::resolve_data_folder(
+        argument,
+        Family::Mnist,
+    )?)
 }
 
 fn pixel_scaling(standardize: bool) -> PixelScaling {
@@ -85,12 +137,17 @@ fn pixel_scaling(standardize: bool) -> PixelScaling {
 }
 
 /// Builds the run's configuration from the arguments.
-pub fn config_from_arguments(arguments: &TrainArguments) -> TrainConfig {
+pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<TrainConfig> {
     let run_folder = arguments
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join(format!("train-{}", arguments.backend)));
-    TrainConfig {
+    let start = match (arguments.resume, arguments.overwrite) {
+        (true, _) => StartPolicy::ResumeLatestCheckpoint,
+        (false, true) => StartPolicy::Overwrite,
+        (false, false) => StartPolicy::Fresh,
+    };
+    Ok(TrainConfig {
         epochs: arguments.epochs,
         batch_size: arguments.batch_size,
         learning_rate: arguments.lr,
@@ -100,28 +157,42 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> TrainConfig {
         workers: arguments.workers,
         pixel_scaling: pixel_scaling(arguments.standardize),
         training_sample_limit: arguments.limit,
-        start: if arguments.resume {
-            StartPolicy::ResumeLatestCheckpoint
-        } else {
-            StartPolicy::Fresh
-        },
+        start,
         progress: if arguments.quiet {
             ProgressDisplay::Hidden
         } else {
             ProgressDisplay::Bar
         },
+        storage: arguments.storage.storage(),
+        checkpoint_every: arguments.checkpoint_every,
+        cancellation: CancellationFlag::from_shared(interrupt::INTERRUPTED.clone()),
         ..TrainConfig::recipe(
             arguments.backend,
-            data_folder(arguments.data.as_deref()),
+            data_folder(arguments.data.as_deref())?,
             run_folder,
         )
-    }
+    })
 }
 
-/// Runs `reclaim train`.
+/// Runs `reclaim train`. Ctrl-C or SIGTERM stops the run after its current step with a
+/// checkpoint (exit status 130, the command to resume printed).
 pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
-    let config = config_from_arguments(&arguments);
-    let run = reclaim_train::train(&config)?;
+    interrupt::install()?;
+    let config = config_from_arguments(&arguments)?;
+    let run = match reclaim_train::train(&config) {
+        Ok(run) => run,
+        Err(TrainError::Interrupted { checkpoint, .. }) => {
+            return Err(Interrupted {
+                message: format!(
+                    "checkpoint written to {}; resume with:\n  {}",
+                    checkpoint.display(),
+                    resume_command(std::env::args_os())
+                ),
+            }
+            .into());
+        }
+        Err(error) => return Err(error.into()),
+    };
     // The figures, drawn from the files the run just wrote; the summary still ends the output
     // (its last line is the test accuracy) and a drawing failure is reported after it.
     let figures = reclaim_report::draw_run_plots(&run.run_folder);
@@ -138,15 +209,34 @@ pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The command line that resumes the run `arguments` started: the same arguments, without
+/// `--overwrite`, with `--resume`, quoted for a POSIX shell.
+fn resume_command(arguments: impl IntoIterator<Item = OsString>) -> String {
+    let mut words: Vec<String> = arguments
+        .into_iter()
+        .map(|argument| argument.to_string_lossy().into_owned())
+        .filter(|argument| argument != "--overwrite")
+        .collect();
+    if !words.iter().any(|word| word == "--resume") {
+        words.push("--resume".to_string());
+    }
+    shell_words::join(words)
+}
+
 /// Runs `reclaim eval`.
 pub fn run_eval(arguments: EvalArguments) -> anyhow::Result<()> {
     let weights_path = resolve_weights(&arguments.checkpoint)?;
     let weights = std::fs::read(&weights_path)
         .with_context(|| format!("reading {}", weights_path.display()))?;
+    let data_folder = data_folder(arguments.data.as_deref())?;
+    let test_set = arguments
+        .storage
+        .storage()
+        .open_split(&data_folder, Split::Test)?;
     let evaluation = evaluate_weights(
         &weights,
         &reclaim_model::SimpleNnConfig::new(),
-        &data_folder(arguments.data.as_deref()),
+        &test_set,
         arguments.backend,
         pixel_scaling(arguments.standardize),
     )
@@ -187,6 +277,82 @@ fn resolve_weights(path: &Path) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+    use proptest::prelude::*;
+
+    #[derive(Debug, clap::Parser)]
+    struct TrainCommand {
+        #[command(flatten)]
+        arguments: TrainArguments,
+    }
+
+    /// Text a user might type for a number: integers of any size and sign, decimals, exponents,
+    /// NaN and the infinities, and noise.
+    fn number_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<u64>().prop_map(|value| value.to_string()),
+            any::<i64>().prop_map(|value| value.to_string()),
+            any::<f64>().prop_map(|value| value.to_string()),
+            "[-+]?[0-9]{0,40}(\\.[0-9]{0,10})?([eE][-+]?[0-9]{1,4})?",
+            prop::sample::select(vec![
+                "NaN", "inf", "-inf", "1e308", "1e-400", "", "0x10", " 1"
+            ])
+            .prop_map(str::to_string),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever numbers are given, parsing and checking end in an error or in settings in
+        /// range, never in a panic.
+        #[test]
+        fn any_numbers_are_parsed_and_checked_without_a_panic(
+            option in prop::sample::select(vec![
+                "--epochs", "--batch-size", "--lr", "--momentum", "--weight-decay", "--seed",
+                "--workers", "--limit", "--checkpoint-every",
+            ]),
+            value in number_text(),
+        ) {
+            let parsed = TrainCommand::try_parse_from(["train", option, value.as_str()]);
+            let Ok(TrainCommand { arguments }) = parsed else {
+                return Ok(());
+            };
+            let config = config_from_arguments(&arguments).unwrap();
+            match config.validate() {
+                Ok(()) => {
+                    prop_assert!((1..=reclaim_train::MAX_EPOCHS).contains(&config.epochs));
+                    prop_assert!(config.batch_size >= 1);
+                    prop_assert!(config.learning_rate.is_finite() && config.learning_rate > 0.0);
+                    prop_assert!(config.momentum.is_none_or(|momentum| (0.0..=1.0).contains(&momentum)));
+                    prop_assert!(config.weight_decay.is_none_or(|decay| decay.is_finite() && decay >= 0.0));
+                    prop_assert!(config.workers <= reclaim_loader::LoaderConfig::MAX_WORKERS);
+                    prop_assert!(config.training_sample_limit != Some(0));
+                }
+                Err(error) => {
+                    let is_invalid_config = matches!(error, TrainError::InvalidConfig { .. });
+                    prop_assert!(is_invalid_config, "{}", error);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_resume_command_repeats_the_settings_without_overwrite() {
+        let arguments = [
+            "reclaim",
+            "train",
+            "--overwrite",
+            "--lr",
+            "0.5",
+            "--out",
+            "my runs/a",
+        ];
+        let command = resume_command(arguments.map(OsString::from));
+        assert_eq!(command, "reclaim train --lr 0.5 --out 'my runs/a' --resume");
+        let again = resume_command(["reclaim", "train", "--resume"].map(OsString::from));
+        assert_eq!(again, "reclaim train --resume");
+    }
 
     #[test]
     fn weights_resolve_from_a_file_a_checkpoint_folder_and_a_run_folder() {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use burn::tensor::{DType, Device, Tensor, TensorData};
 
 use crate::convert::{Affine, PixelFormat, append_converted};
+use crate::epoch::EpochPlan;
 use crate::error::LoaderError;
 use crate::pool::{BufferPool, Pixels, SampleBuffers, Tracked};
 use crate::source::{ImageShape, ImageSource};
@@ -27,17 +28,21 @@ pub(crate) struct FilledBatch {
     pub(crate) samples: Tracked<SampleBuffers>,
 }
 
-/// Fills pooled buffers with the samples `indices` of `source`, converted to `format`.
+/// Fills pooled buffers with the samples of `plan`'s batch `batch` from `source`, converted to
+/// the plan's pixel format, with every label checked against the plan's class count; then asks
+/// the source whether its data is still intact ([`ImageSource::verify_intact`]), so that a
+/// batch read from a file changed under its mapping is an error, not a batch.
 ///
 /// `scratch` is a per-thread buffer for sources that cannot lend their rows.
 pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
     source: &S,
-    indices: &[usize],
-    format: PixelFormat,
-    pixels_per_image: usize,
+    plan: &EpochPlan,
+    batch: usize,
     pool: &BufferPool,
     scratch: &mut Vec<u8>,
 ) -> Result<FilledBatch, LoaderError> {
+    let indices = plan.batch_indices(batch);
+    let (format, pixels_per_image) = (plan.format, plan.pixels_per_image);
     let mut pixels = pool.take_pixels();
     let mut samples = pool.take_samples();
     let result = {
@@ -68,7 +73,9 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
                 })
             }
         }
-    };
+    }
+    .and_then(|()| check_labels(samples.get().labels.as_slice(), indices, plan.class_count))
+    .and_then(|()| source.verify_intact());
     match result {
         Ok(()) => Ok(FilledBatch { pixels, samples }),
         Err(error) => {
@@ -76,6 +83,27 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
             pool.give_back_samples(samples);
             Err(error)
         }
+    }
+}
+
+/// [`LoaderError::LabelOutOfRange`] for the first label (of the samples `indices`) that is not
+/// below `class_count`.
+fn check_labels(
+    labels: &[i64],
+    indices: &[usize],
+    class_count: Option<usize>,
+) -> Result<(), LoaderError> {
+    let Some(class_count) = class_count else {
+        return Ok(());
+    };
+    let in_range = |label: i64| usize::try_from(label).is_ok_and(|label| label < class_count);
+    match labels.iter().position(|&label| !in_range(label)) {
+        None => Ok(()),
+        Some(position) => Err(LoaderError::LabelOutOfRange {
+            index: indices[position],
+            label: labels[position],
+            class_count,
+        }),
     }
 }
 

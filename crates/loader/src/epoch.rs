@@ -39,6 +39,8 @@ pub(crate) struct EpochPlan {
     pub(crate) format: PixelFormat,
     pub(crate) shape: ImageShape,
     pub(crate) pixels_per_image: usize,
+    /// Labels must be below this, when set ([`LoaderConfig::class_count`](crate::LoaderConfig::class_count)).
+    pub(crate) class_count: Option<usize>,
 }
 
 /// The parameters an [`EpochPlan`] is made from, besides its order.
@@ -49,6 +51,7 @@ pub(crate) struct PlanSettings {
     pub(crate) format: PixelFormat,
     pub(crate) shape: ImageShape,
     pub(crate) pixels_per_image: usize,
+    pub(crate) class_count: Option<usize>,
 }
 
 impl EpochPlan {
@@ -88,7 +91,13 @@ impl EpochPlan {
             format: settings.format,
             shape: settings.shape,
             pixels_per_image: settings.pixels_per_image,
+            class_count: settings.class_count,
         })
+    }
+
+    /// Samples in the plan's largest batch (at least 1).
+    pub(crate) fn largest_batch(&self) -> usize {
+        self.batch_size.get().min(self.end - self.start).max(1)
     }
 
     pub(crate) fn batch_count(&self) -> usize {
@@ -154,14 +163,7 @@ impl WorkerContext {
         let mut batch = self.worker;
         while batch < plan.batch_count() && !self.stop.load(Ordering::Acquire) {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                assemble_batch(
-                    source,
-                    plan.batch_indices(batch),
-                    plan.format,
-                    plan.pixels_per_image,
-                    &self.pool,
-                    &mut scratch,
-                )
+                assemble_batch(source, plan, batch, &self.pool, &mut scratch)
             }));
             let message = match outcome {
                 Ok(result) => result,
@@ -223,10 +225,12 @@ impl<H: JoinWorker> EpochCore<H> {
         prefetch: usize,
         mut spawn: impl FnMut(WorkerContext) -> std::io::Result<H>,
     ) -> Result<Self, LoaderError> {
+        // Buffers as large as the epoch's largest batch: a batch size beyond the epoch's
+        // length allocates for the samples there are, not for the batch size.
         let pool = Arc::new(BufferPool::new(
             Arc::clone(accounting),
             plan.format,
-            plan.batch_size.get(),
+            plan.largest_batch(),
             plan.pixels_per_image,
         ));
         let plan = Arc::new(plan);
@@ -307,9 +311,8 @@ impl<H: JoinWorker> EpochCore<H> {
         let outcome = match &self.workers {
             None => assemble_batch(
                 source,
-                self.plan.batch_indices(batch),
-                self.plan.format,
-                self.plan.pixels_per_image,
+                &self.plan,
+                batch,
                 &self.pool,
                 &mut self.scratch.borrow_mut(),
             ),

@@ -129,6 +129,37 @@ pub enum LoaderError {
         /// What the source reported.
         source: BoxedSourceError,
     },
+    /// A label is not below the configured class count
+    /// ([`LoaderConfig::class_count`](crate::LoaderConfig::class_count)).
+    #[error("sample {index} has label {label}, but there are only {class_count} classes (labels 0 to {})", class_count.saturating_sub(1))]
+    LabelOutOfRange {
+        /// The sample index.
+        index: usize,
+        /// The label read.
+        label: i64,
+        /// The configured number of classes.
+        class_count: usize,
+    },
+    /// The source's data changed while batches were read from it (a mapped file truncated or
+    /// replaced, say): the batch was not delivered. The source's own error says what changed.
+    #[error(transparent)]
+    SourceChanged(BoxedSourceError),
+    /// More worker threads than the loader starts.
+    #[error("{requested} loader workers asked for; at most {maximum} are started")]
+    TooManyWorkers {
+        /// The configured number of workers.
+        requested: usize,
+        /// The most the loader starts.
+        maximum: usize,
+    },
+    /// A deeper prefetch queue than the loader allocates.
+    #[error("a prefetch of {requested} batches per worker asked for; at most {maximum}")]
+    PrefetchTooDeep {
+        /// The configured prefetch.
+        requested: usize,
+        /// The most the loader allows.
+        maximum: usize,
+    },
     /// A worker thread could not be started.
     #[error("could not start loader worker {worker}")]
     SpawnWorker {

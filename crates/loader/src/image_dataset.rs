@@ -38,4 +38,12 @@ impl ImageSource for reclaim_dataset::ImageDataset {
         pixels.copy_from_slice(image);
         Ok(i64::from(self.label(index)))
     }
+
+    /// A mapped dataset whose file was truncated under the map (the guard of reclaim-dataset
+    /// caught the SIGBUS and put zeros in its place) is [`LoaderError::SourceChanged`] naming
+    /// the file; an owned one is always intact.
+    fn verify_intact(&self) -> Result<(), LoaderError> {
+        self.verify_mapping_intact()
+            .map_err(|error| LoaderError::SourceChanged(Box::new(error)))
+    }
 }

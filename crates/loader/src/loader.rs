@@ -34,6 +34,10 @@ pub struct LoaderConfig {
     pub prefetch: usize,
     /// What pixels become.
     pub pixel_format: PixelFormat,
+    /// The number of classes, when known: every label read must then be below it, and a label
+    /// that is not (a labels file changed or mislabelled) ends the epoch with
+    /// [`LoaderError::LabelOutOfRange`] instead of reaching the model. `None` checks nothing.
+    pub class_count: Option<usize>,
 }
 
 impl Default for LoaderConfig {
@@ -47,11 +51,18 @@ impl Default for LoaderConfig {
             num_workers: 0,
             prefetch: 2,
             pixel_format: PixelFormat::UnitF32,
+            class_count: None,
         }
     }
 }
 
 impl LoaderConfig {
+    /// The most worker threads a loader starts ([`LoaderError::TooManyWorkers`] beyond).
+    pub const MAX_WORKERS: usize = 1024;
+    /// The deepest per-worker queue a loader allocates ([`LoaderError::PrefetchTooDeep`]
+    /// beyond): each slot of a queue is allocated when the epoch starts.
+    pub const MAX_PREFETCH: usize = 1024;
+
     /// The MNIST training recipe: batches of 64, shuffled with `seed`, pixels normalized with
     /// MNIST's mean and standard deviation.
     pub fn mnist_training(seed: u64) -> Self {
@@ -92,6 +103,18 @@ impl LoaderCore {
                 num_workers: config.num_workers,
             });
         }
+        if config.num_workers > LoaderConfig::MAX_WORKERS {
+            return Err(LoaderError::TooManyWorkers {
+                requested: config.num_workers,
+                maximum: LoaderConfig::MAX_WORKERS,
+            });
+        }
+        if config.prefetch > LoaderConfig::MAX_PREFETCH {
+            return Err(LoaderError::PrefetchTooDeep {
+                requested: config.prefetch,
+                maximum: LoaderConfig::MAX_PREFETCH,
+            });
+        }
         if let PixelFormat::NormalizedF32(normalization) = config.pixel_format {
             normalization.validate()?;
         }
@@ -128,6 +151,7 @@ impl LoaderCore {
                 format: config.pixel_format,
                 shape,
                 pixels_per_image,
+                class_count: config.class_count,
             },
             config,
             sampler,

@@ -78,6 +78,17 @@ pub trait ImageSource: Sync {
     ///
     /// Whatever reading the sample may fail with, typically [`LoaderError::Source`].
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError>;
+
+    /// Whether the samples read so far can be trusted: called after each batch is assembled,
+    /// so it must be cheap (a memory-mapped dataset checks that its file was not truncated
+    /// under the map: two atomic loads). The default trusts the source.
+    ///
+    /// # Errors
+    ///
+    /// [`LoaderError::SourceChanged`] with the source's own error.
+    fn verify_intact(&self) -> Result<(), LoaderError> {
+        Ok(())
+    }
 }
 
 impl<T: ImageSource + ?Sized> ImageSource for &T {
@@ -100,6 +111,10 @@ impl<T: ImageSource + ?Sized> ImageSource for &T {
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
         (**self).read_sample(index, pixels)
     }
+
+    fn verify_intact(&self) -> Result<(), LoaderError> {
+        (**self).verify_intact()
+    }
 }
 
 impl<T: ImageSource + ?Sized + Send> ImageSource for std::sync::Arc<T> {
@@ -121,6 +136,10 @@ impl<T: ImageSource + ?Sized + Send> ImageSource for std::sync::Arc<T> {
 
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
         (**self).read_sample(index, pixels)
+    }
+
+    fn verify_intact(&self) -> Result<(), LoaderError> {
+        (**self).verify_intact()
     }
 }
 

@@ -71,6 +71,116 @@ pub enum TrainError {
         /// What the backend reported.
         message: String,
     },
+    /// The model's input size does not fit the dataset's images.
+    #[error(
+        "{images}: images are {height} x {width} = {pixels} pixels, but the model takes \
+         {model_inputs} inputs"
+    )]
+    InputSizeMismatch {
+        /// The training images' file.
+        images: PathBuf,
+        /// Image rows.
+        height: usize,
+        /// Image columns.
+        width: usize,
+        /// `height * width`.
+        pixels: usize,
+        /// The model's input size.
+        model_inputs: usize,
+    },
+    /// The test split's images have another shape than the training split's.
+    #[error(
+        "{test_images}: test images are {test_height} x {test_width}, but the training \
+         images ({train_images}) are {train_height} x {train_width}"
+    )]
+    SplitShapesDiffer {
+        /// The training images' file.
+        train_images: PathBuf,
+        /// Training image rows.
+        train_height: usize,
+        /// Training image columns.
+        train_width: usize,
+        /// The test images' file.
+        test_images: PathBuf,
+        /// Test image rows.
+        test_height: usize,
+        /// Test image columns.
+        test_width: usize,
+    },
+    /// A split holds no sample.
+    #[error("{images}: the split holds no image")]
+    EmptySplit {
+        /// The split's images file.
+        images: PathBuf,
+    },
+    /// A label of the dataset is not below the model's number of outputs (its classes).
+    #[error(
+        "{labels}: sample {index} has label {label}, but the model has {classes} outputs \
+         (labels 0 to {})",
+        classes.saturating_sub(1)
+    )]
+    LabelOutOfRange {
+        /// The labels file.
+        labels: PathBuf,
+        /// The sample.
+        index: usize,
+        /// Its label.
+        label: u8,
+        /// The model's number of outputs.
+        classes: usize,
+    },
+    /// The training loss stopped being a finite number: the run stopped at that step, the
+    /// files written so far stay readable, and the last checkpoint (written before the
+    /// divergence) stays resumable.
+    #[error(
+        "the training loss became {loss} at step {step} (epoch {epoch}): training diverged \
+         (a smaller learning rate usually helps); {}",
+        match last_checkpoint {
+            Some(path) => format!("the last good checkpoint is {}", path.display()),
+            None => "no checkpoint had been written yet".to_string(),
+        }
+    )]
+    Diverged {
+        /// The first step whose loss was not finite (counted from 1 over the run).
+        step: usize,
+        /// Its epoch (counted from 1).
+        epoch: usize,
+        /// The loss (NaN or an infinity).
+        loss: f64,
+        /// The newest checkpoint, written before the divergence.
+        last_checkpoint: Option<PathBuf>,
+    },
+    /// The run was asked to stop ([`TrainConfig::cancellation`](crate::TrainConfig::cancellation),
+    /// set by Ctrl-C in `reclaim train`): it finished its step, wrote a checkpoint and flushed
+    /// its files.
+    #[error("stopped after step {step} (epoch {epoch}); checkpoint {}", checkpoint.display())]
+    Interrupted {
+        /// Steps completed (counted from 1 over the run).
+        step: usize,
+        /// The epoch in progress (counted from 1).
+        epoch: usize,
+        /// The checkpoint written on the way out, from which the run resumes.
+        checkpoint: PathBuf,
+    },
+    /// Another process holds the run folder.
+    #[error("{folder} is in use by another run ({holder}); wait for it or choose another folder")]
+    RunFolderLocked {
+        /// The run folder.
+        folder: PathBuf,
+        /// Who holds it, as that process recorded itself (process id, host, start time).
+        holder: String,
+    },
+    /// A fresh run was asked for in a folder that holds another run.
+    #[error(
+        "{folder} holds another run ({found}); resume it, choose another folder, or overwrite it \
+         (StartPolicy::Overwrite, `reclaim train --overwrite`)"
+    )]
+    RunFolderOccupied {
+        /// The run folder.
+        folder: PathBuf,
+        /// What was found (`config.json, checkpoints/`).
+        found: String,
+    },
     /// A configuration value is out of range.
     #[error("invalid {setting}: {message}")]
     InvalidConfig {

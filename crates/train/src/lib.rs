@@ -34,13 +34,18 @@ mod error;
 mod files;
 mod metrics;
 mod release;
+mod run_folder;
+mod storage;
 mod timeline;
 mod trainer;
 
+#[cfg(test)]
+mod test_support;
+
 pub use backend::BackendChoice;
 pub use checkpoint::{
-    CheckpointFile, CheckpointState, LoadedCheckpoint, checkpoints_folder, latest_checkpoint,
-    load_checkpoint, read_checkpoint_state, save_checkpoint,
+    CheckpointFile, CheckpointState, LoadedCheckpoint, PartialEpoch, checkpoints_folder,
+    latest_checkpoint, load_checkpoint, read_checkpoint_state, save_checkpoint,
 };
 pub use error::TrainError;
 pub use files::RunFile;
@@ -53,10 +58,12 @@ pub use reclaim_memory::{
     peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
 pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
+pub use run_folder::{RunFolderLock, RunFolderOwner};
+pub use storage::DatasetStorage;
 pub use timeline::{MemoryTimeline, TimelineSample};
 pub use trainer::{
-    Evaluation, IdentityDifference, PixelScaling, RunIdentity, StartPolicy, TrainConfig, TrainRun,
-    evaluate_weights, train,
+    CancellationFlag, Evaluation, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity,
+    StartPolicy, TrainConfig, TrainRun, evaluate_weights, train,
 };
 
 /// The README's examples, run as doctests.

@@ -1,7 +1,7 @@
 //! Per-epoch and per-step metrics, written as JSON lines.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -14,16 +14,22 @@ pub struct EpochMetrics {
     /// The epoch, counted from 1.
     pub epoch: usize,
     /// Mean training loss over the epoch's batches.
+    #[serde(with = "finite_or_text")]
     pub train_loss: f64,
     /// Mean loss on the test split after the epoch.
+    #[serde(with = "finite_or_text")]
     pub test_loss: f64,
     /// Fraction of the test split classified correctly, in [0, 1].
+    #[serde(with = "finite_or_text")]
     pub test_accuracy: f64,
     /// Wall-clock seconds of the epoch's training (evaluation excluded).
+    #[serde(with = "finite_or_text")]
     pub train_seconds: f64,
     /// Wall-clock seconds of the evaluation after it.
+    #[serde(with = "finite_or_text")]
     pub evaluation_seconds: f64,
     /// Training samples per second.
+    #[serde(with = "finite_or_text")]
     pub samples_per_second: f64,
     /// Resident set size at the end of the epoch.
     pub resident_bytes: Option<u64>,
@@ -38,8 +44,52 @@ pub struct StepMetrics {
     pub step: usize,
     /// The epoch it belongs to, counted from 1.
     pub epoch: usize,
-    /// The batch's mean loss.
+    /// The mean loss of the steps this line covers (NaN or an infinity when training diverged:
+    /// written as the strings `"NaN"`, `"inf"`, `"-inf"`).
+    #[serde(with = "finite_or_text")]
     pub loss: f64,
+}
+
+/// JSON has no NaN or infinity (serde_json writes them as `null`, which then reads back as an
+/// error): finite numbers are written as numbers, the others as the strings `"NaN"`, `"inf"`
+/// and `"-inf"`; reading accepts those, numbers, and `null` (as NaN, what older files hold).
+pub(crate) mod finite_or_text {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub(crate) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if value.is_finite() {
+            serializer.serialize_f64(*value)
+        } else if value.is_nan() {
+            serializer.serialize_str("NaN")
+        } else if *value > 0.0 {
+            serializer.serialize_str("inf")
+        } else {
+            serializer.serialize_str("-inf")
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(f64),
+        Text(String),
+        Null(()),
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        match NumberOrText::deserialize(deserializer)? {
+            NumberOrText::Number(value) => Ok(value),
+            NumberOrText::Null(()) => Ok(f64::NAN),
+            NumberOrText::Text(text) => match text.as_str() {
+                "NaN" | "nan" => Ok(f64::NAN),
+                "inf" | "+inf" | "Infinity" => Ok(f64::INFINITY),
+                "-inf" | "-Infinity" => Ok(f64::NEG_INFINITY),
+                other => Err(D::Error::custom(format!(
+                    "expected a number, \"NaN\", \"inf\" or \"-inf\", found \"{other}\""
+                ))),
+            },
+        }
+    }
 }
 
 /// Appends one JSON object per line to a file, flushing after each line.
@@ -96,21 +146,33 @@ impl JsonLinesWriter {
 }
 
 /// Reads every line of a JSON-lines file.
+///
+/// A last line without its newline that does not parse is an unfinished write (the process was
+/// killed while appending it) and is left out; any other line that does not parse is
+/// [`TrainError::Record`].
 pub fn read_json_lines<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<Vec<T>, TrainError> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|error| TrainError::io(path, error))?;
+    let text = std::fs::read(path).map_err(|error| TrainError::io(path, error))?;
+    let unfinished_start = text
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |newline| newline + 1);
     let mut records = Vec::new();
-    for (index, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|error| TrainError::io(path, error))?;
-        if line.trim().is_empty() {
+    for (index, line) in text.split(|&byte| byte == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let record = serde_json::from_str(&line).map_err(|source| TrainError::Record {
-            path: path.to_path_buf(),
-            line: index + 1,
-            source,
-        })?;
-        records.push(record);
+        match serde_json::from_slice(line) {
+            Ok(record) => records.push(record),
+            Err(_) if line.as_ptr() == text[unfinished_start..].as_ptr() => break,
+            Err(source) => {
+                return Err(TrainError::Record {
+                    path: path.to_path_buf(),
+                    line: index + 1,
+                    source,
+                });
+            }
+        }
     }
     Ok(records)
 }
@@ -136,6 +198,48 @@ mod tests {
         }
         drop(writer);
         assert_eq!(read_json_lines::<StepMetrics>(&path).unwrap(), records);
+    }
+
+    #[test]
+    fn non_finite_numbers_are_written_as_text_and_read_back() {
+        for loss in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.25] {
+            let record = StepMetrics {
+                step: 3,
+                epoch: 1,
+                loss,
+            };
+            let line = serde_json::to_string(&record).unwrap();
+            assert!(!line.contains("null"), "{line}");
+            let back: StepMetrics = serde_json::from_str(&line).unwrap();
+            assert!(
+                back.loss == loss || (back.loss.is_nan() && loss.is_nan()),
+                "{line}"
+            );
+        }
+        // What serde_json alone wrote before: `null`.
+        let old: StepMetrics = serde_json::from_str(r#"{"step":1,"epoch":1,"loss":null}"#).unwrap();
+        assert!(old.loss.is_nan());
+        let wrong = serde_json::from_str::<StepMetrics>(r#"{"step":1,"epoch":1,"loss":"much"}"#);
+        assert!(wrong.unwrap_err().to_string().contains("much"));
+    }
+
+    #[test]
+    fn an_unfinished_last_line_is_left_out_but_a_bad_middle_line_is_an_error() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("steps.jsonl");
+        std::fs::write(
+            &path,
+            "{\"step\":1,\"epoch\":1,\"loss\":0.5}\n{\"step\":2,\"ep",
+        )
+        .unwrap();
+        let records = read_json_lines::<StepMetrics>(&path).unwrap();
+        assert_eq!(records.len(), 1);
+        std::fs::write(
+            &path,
+            "{\"step\":2,\"ep\n{\"step\":1,\"epoch\":1,\"loss\":0.5}\n",
+        )
+        .unwrap();
+        assert!(read_json_lines::<StepMetrics>(&path).is_err());
     }
 
     #[test]

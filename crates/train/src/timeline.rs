@@ -54,7 +54,9 @@ impl Shared {
             let sample = TimelineSample { memory, phase };
             let written = serde_json::to_writer(&mut *writer, &sample)
                 .map_err(std::io::Error::from)
-                .and_then(|()| writer.write_all(b"\n"));
+                .and_then(|()| writer.write_all(b"\n"))
+                // Flushed line by line: a killed run leaves every sample taken before the kill.
+                .and_then(|()| writer.flush());
             if let Err(error) = written {
                 *output = None;
                 *self.write_error.lock().expect("timeline lock") = Some(error);

@@ -4,18 +4,21 @@
 //! continues, compared field by field).
 
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{ModuleOptimizer, SgdConfig};
-use reclaim_dataset::ProgressDisplay;
+use reclaim_dataset::{DatasetFingerprint, ProgressDisplay};
 use reclaim_loader::{LoaderConfig, Normalization, Order, PixelFormat, Sampling};
 use reclaim_model::SimpleNnConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::{BackendChoice, TrainError};
+use crate::{BackendChoice, DatasetStorage, TrainError};
 
 /// What pixels become before they reach the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -27,24 +30,75 @@ pub enum PixelScaling {
     MnistStandardized,
 }
 
-/// Whether a run starts from scratch or continues from its newest checkpoint.
+/// Whether a run starts from scratch or continues from its newest checkpoint, and what it may
+/// do to a run already in its folder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StartPolicy {
-    /// Start from freshly initialized weights (the run folder's files are replaced).
+    /// Start from freshly initialized weights in a folder that holds no other run
+    /// ([`TrainError::RunFolderOccupied`] otherwise).
     #[default]
     Fresh,
-    /// Continue from the newest checkpoint in the run folder.
+    /// Start from freshly initialized weights, replacing a run already in the folder: the old
+    /// run is moved to `RUN/.previous-run/` and removed only once the new run has written its
+    /// first checkpoint (put back if the new run fails before).
+    Overwrite,
+    /// Continue from the newest checkpoint in the run folder, which must have been written by
+    /// a run of the same [`RunIdentity`]. `config.json` stays as the first run wrote it.
     ResumeLatestCheckpoint,
 }
 
+/// Asks a running [`train`](crate::train) to stop: set it (from a signal handler, another
+/// thread) and the run finishes its current step, writes a checkpoint, flushes its files and
+/// returns [`TrainError::Interrupted`]. Clones share the flag.
+#[derive(Clone, Debug, Default)]
+pub struct CancellationFlag(Arc<AtomicBool>);
+
+impl CancellationFlag {
+    /// A flag that is not set.
+    pub fn new() -> Self {
+        CancellationFlag::default()
+    }
+
+    /// Uses `flag` (one a signal handler already sets, say).
+    pub fn from_shared(flag: Arc<AtomicBool>) -> Self {
+        CancellationFlag(flag)
+    }
+
+    /// Asks the run to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the run was asked to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Two flags are equal when they are the same flag.
+impl PartialEq for CancellationFlag {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The most epochs a run may ask for: epoch numbers are counted in 32 bits in messages and file
+/// names, and no run of this crate's models needs more.
+pub const MAX_EPOCHS: usize = u32::MAX as usize;
+
 /// Everything a training run needs to know. [`TrainConfig::recipe`] gives the seed recipe:
 /// 2 epochs of SGD at lr 0.01, batches of 64, shuffled, pixels in `[0, 1]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Written into the run folder as `config.json`; there is no `Deserialize`, since a
+/// configuration read from a file could not make [`DatasetStorage::mapped`]'s promise.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TrainConfig {
     /// Where the computation runs.
     pub backend: BackendChoice,
     /// The dataset folder (MNIST's four files, raw or `.gz`).
     pub data_folder: PathBuf,
+    /// Whether the dataset is read into memory or mapped.
+    pub storage: DatasetStorage,
     /// The run folder: metrics, checkpoints, reports and plots go here.
     pub run_folder: PathBuf,
     /// The layer sizes.
@@ -76,6 +130,12 @@ pub struct TrainConfig {
     pub progress: ProgressDisplay,
     /// Interval of the background memory sampler.
     pub memory_sample_interval: Duration,
+    /// Also write a checkpoint every N optimizer steps within epochs (the newest one written
+    /// within an epoch is kept; every epoch's end is checkpointed regardless).
+    pub checkpoint_every: Option<NonZeroUsize>,
+    /// Set it to stop the run at its next step with a checkpoint.
+    #[serde(skip)]
+    pub cancellation: CancellationFlag,
 }
 
 impl TrainConfig {
@@ -99,11 +159,15 @@ impl TrainConfig {
             start: StartPolicy::Fresh,
             progress: ProgressDisplay::Bar,
             memory_sample_interval: Duration::from_millis(20),
+            checkpoint_every: None,
+            cancellation: CancellationFlag::new(),
+            storage: DatasetStorage::owned(),
         }
     }
 
-    /// The settings a resumed run must share with the run it continues.
-    pub fn identity(&self) -> RunIdentity {
+    /// The settings a resumed run must share with the run it continues, on the dataset
+    /// `dataset` identifies.
+    pub fn identity(&self, dataset: DatasetFingerprint) -> RunIdentity {
         RunIdentity {
             model: self.model.clone(),
             batch_size: self.batch_size,
@@ -114,28 +178,65 @@ impl TrainConfig {
             pixel_scaling: self.pixel_scaling,
             training_sample_limit: self.training_sample_limit,
             data_folder: self.data_folder.clone(),
+            dataset,
         }
     }
 
-    /// [`TrainError::InvalidConfig`] for the first setting out of range.
-    pub(super) fn validate(&self) -> Result<(), TrainError> {
+    /// Checks every setting: [`TrainError::InvalidConfig`] naming the first out of range
+    /// (numbers not finite, zero where at least one is needed, beyond [`MAX_EPOCHS`] or
+    /// [`LoaderConfig::MAX_WORKERS`], a momentum outside `[0, 1]`, a negative weight decay, a
+    /// folder that is not UTF-8). [`train`](crate::train) calls it first.
+    pub fn validate(&self) -> Result<(), TrainError> {
         let invalid = |setting, message: &str| {
             Err(TrainError::InvalidConfig {
                 setting,
                 message: message.to_string(),
             })
         };
-        if self.epochs == 0 {
-            return invalid("epochs", "must be at least 1");
+        if !(1..=MAX_EPOCHS).contains(&self.epochs) {
+            return invalid(
+                "epochs",
+                &format!("{} is not between 1 and {MAX_EPOCHS}", self.epochs),
+            );
         }
         if self.batch_size == 0 {
             return invalid("batch size", "must be at least 1");
         }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return invalid("learning rate", "must be a positive number");
+            let message = format!("{} is not a positive finite number", self.learning_rate);
+            return invalid("learning rate", &message);
+        }
+        if let Some(momentum) = self
+            .momentum
+            .filter(|momentum| !(0.0..=1.0).contains(momentum))
+        {
+            return invalid("momentum", &format!("{momentum} is not between 0 and 1"));
+        }
+        if let Some(decay) = self
+            .weight_decay
+            .filter(|decay| !(decay.is_finite() && *decay >= 0.0))
+        {
+            return invalid(
+                "weight decay",
+                &format!("{decay} is not a finite number of at least 0"),
+            );
+        }
+        if self.workers > LoaderConfig::MAX_WORKERS {
+            let message = format!(
+                "{} is more than {}",
+                self.workers,
+                LoaderConfig::MAX_WORKERS
+            );
+            return invalid("workers", &message);
         }
         if self.training_sample_limit == Some(0) {
             return invalid("training sample limit", "must be at least 1");
+        }
+        if self.memory_sample_interval.is_zero() {
+            return invalid("memory sample interval", "must be longer than zero");
+        }
+        if self.model.input_size == 0 || self.model.number_of_classes == 0 {
+            return invalid("model", "needs at least one input and one output");
         }
         // config.json and every checkpoint record both folders as JSON text.
         for (setting, folder) in [
@@ -202,6 +303,7 @@ impl TrainConfig {
             num_workers: self.workers,
             prefetch: 2,
             pixel_format: self.pixel_format(),
+            class_count: Some(self.model.number_of_classes),
         }
     }
 }
@@ -230,6 +332,8 @@ pub struct RunIdentity {
     pub training_sample_limit: Option<usize>,
     /// The dataset folder, as given.
     pub data_folder: PathBuf,
+    /// The dataset's four files, by size and checksum.
+    pub dataset: DatasetFingerprint,
 }
 
 /// One setting on which two runs differ, with both values (as Rust writes them: `Some(0.9)`).
@@ -268,6 +372,7 @@ impl RunIdentity {
             pixel_scaling,
             training_sample_limit,
             data_folder,
+            dataset,
         } = self;
         [
             difference("model", model, &this_run.model),
@@ -283,6 +388,7 @@ impl RunIdentity {
                 &this_run.training_sample_limit,
             ),
             difference("data folder", data_folder, &this_run.data_folder),
+            dataset_difference(dataset, &this_run.dataset),
         ]
         .into_iter()
         .flatten()
@@ -302,12 +408,137 @@ fn difference<T: PartialEq + fmt::Debug>(
     })
 }
 
+/// The dataset's difference, named by file rather than printed whole (four checksums).
+fn dataset_difference(
+    checkpoint: &DatasetFingerprint,
+    this_run: &DatasetFingerprint,
+) -> Option<IdentityDifference> {
+    (checkpoint != this_run).then(|| IdentityDifference {
+        setting: "dataset",
+        checkpoint: format!("{checkpoint:?}"),
+        this_run: format!("{this_run:?}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn config() -> TrainConfig {
         TrainConfig::recipe(BackendChoice::Ndarray, "data".into(), "run".into())
+    }
+
+    /// The fingerprint of a small dataset whose first training label is `first_label`.
+    fn fingerprint(first_label: u8) -> DatasetFingerprint {
+        let folder = tempfile::tempdir().unwrap();
+        crate::test_support::write_tiny_dataset(folder.path(), [2, 2], 3, 2);
+        let labels = folder.path().join("train-labels-idx1-ubyte");
+        reclaim_dataset::write_idx(&labels, &[3], &[first_label, 1, 2]).unwrap();
+        let splits = DatasetStorage::owned().open_splits(folder.path()).unwrap();
+        splits.fingerprint()
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_refused_naming_the_setting() {
+        let cases = [
+            (
+                "epochs",
+                TrainConfig {
+                    epochs: usize::MAX,
+                    ..config()
+                },
+            ),
+            (
+                "epochs",
+                TrainConfig {
+                    epochs: 0,
+                    ..config()
+                },
+            ),
+            (
+                "batch size",
+                TrainConfig {
+                    batch_size: 0,
+                    ..config()
+                },
+            ),
+            (
+                "learning rate",
+                TrainConfig {
+                    learning_rate: f64::NAN,
+                    ..config()
+                },
+            ),
+            (
+                "learning rate",
+                TrainConfig {
+                    learning_rate: -1.0,
+                    ..config()
+                },
+            ),
+            (
+                "momentum",
+                TrainConfig {
+                    momentum: Some(f64::NAN),
+                    ..config()
+                },
+            ),
+            (
+                "momentum",
+                TrainConfig {
+                    momentum: Some(1.5),
+                    ..config()
+                },
+            ),
+            (
+                "weight decay",
+                TrainConfig {
+                    weight_decay: Some(f32::INFINITY),
+                    ..config()
+                },
+            ),
+            (
+                "weight decay",
+                TrainConfig {
+                    weight_decay: Some(-0.1),
+                    ..config()
+                },
+            ),
+            (
+                "workers",
+                TrainConfig {
+                    workers: usize::MAX,
+                    ..config()
+                },
+            ),
+            (
+                "training sample limit",
+                TrainConfig {
+                    training_sample_limit: Some(0),
+                    ..config()
+                },
+            ),
+            (
+                "memory sample interval",
+                TrainConfig {
+                    memory_sample_interval: Duration::ZERO,
+                    ..config()
+                },
+            ),
+        ];
+        for (setting, config) in cases {
+            let error = config.validate().unwrap_err();
+            assert!(
+                matches!(&error, TrainError::InvalidConfig { setting: named, .. } if *named == setting),
+                "{setting}: {error}"
+            );
+        }
+        let fine = TrainConfig {
+            momentum: Some(0.9),
+            weight_decay: Some(1e-4),
+            ..config()
+        };
+        assert!(fine.validate().is_ok());
     }
 
     #[test]
@@ -350,25 +581,29 @@ mod tests {
             progress: ProgressDisplay::Hidden,
             ..config.clone()
         };
-        assert_eq!(config.identity(), other_run.identity());
+        let dataset = fingerprint(0);
+        assert_eq!(
+            config.identity(dataset.clone()),
+            other_run.identity(dataset.clone())
+        );
         assert!(
             config
-                .identity()
-                .differences(&other_run.identity())
+                .identity(dataset.clone())
+                .differences(&other_run.identity(dataset))
                 .is_empty()
         );
     }
 
     #[test]
     fn each_differing_setting_is_named_with_both_values() {
-        let checkpoint = config().identity();
+        let checkpoint = config().identity(fingerprint(0));
         let this_run = TrainConfig {
             learning_rate: 0.5,
             momentum: Some(0.9),
             data_folder: "other-data".into(),
             ..config()
         }
-        .identity();
+        .identity(fingerprint(0));
         let differences = checkpoint.differences(&this_run);
         let text: Vec<String> = differences.iter().map(ToString::to_string).collect();
         assert_eq!(
@@ -382,13 +617,22 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_dataset_is_a_difference() {
+        let checkpoint = config().identity(fingerprint(0));
+        let this_run = config().identity(fingerprint(9));
+        let differences = checkpoint.differences(&this_run);
+        assert_eq!(differences.len(), 1);
+        assert_eq!(differences[0].setting, "dataset");
+    }
+
+    #[test]
     fn the_identity_round_trips_through_json() {
         let identity = TrainConfig {
             weight_decay: Some(1e-4),
             training_sample_limit: Some(640),
             ..config()
         }
-        .identity();
+        .identity(fingerprint(0));
         let json = serde_json::to_string(&identity).unwrap();
         assert_eq!(
             serde_json::from_str::<RunIdentity>(&json).unwrap(),

@@ -1,12 +1,13 @@
 //! The epochs: the training loader's scope, one function per epoch, the step-logging window,
 //! the evaluation after each epoch, and its metrics and checkpoint.
 
+use std::path::PathBuf;
 use std::thread::Scope;
 use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, ElementConversion, Tensor};
+use burn::tensor::{Device, Tensor};
 use indicatif::ProgressBar;
 use reclaim_dataset::{DatasetSplits, ImageDataset};
 use reclaim_loader::{Epoch, Loader, LoaderState, TensorBatch};
@@ -16,7 +17,8 @@ use super::config::{RunIdentity, TrainConfig};
 use super::evaluation::evaluate_source;
 use super::measurement::RunMeasurement;
 use super::resume::{MetricsWriters, RunProgress, TrainingState};
-use crate::checkpoint::{CheckpointState, save_checkpoint};
+use crate::checkpoint::{CheckpointState, PartialEpoch, save_checkpoint};
+use crate::run_folder::PreviousRun;
 use crate::{EpochMetrics, ReleaseStage, StepMetrics, TrainError};
 
 /// Steps whose losses are averaged into one line of `steps.jsonl`.
@@ -43,7 +45,7 @@ pub(super) fn training_step(
 }
 
 /// What every epoch reads and updates: the run's settings and devices, where the run stands,
-/// its metrics files and its memory measurement.
+/// its metrics files, its memory measurement, and the run an overwrite set aside.
 pub(super) struct EpochRun<'run> {
     pub config: &'run TrainConfig,
     pub device: &'run Device,
@@ -52,12 +54,19 @@ pub(super) struct EpochRun<'run> {
     pub progress: &'run mut RunProgress,
     pub writers: &'run mut MetricsWriters,
     pub measurement: &'run mut RunMeasurement,
+    pub previous_run: &'run mut Option<PreviousRun>,
 }
 
 /// Trains on `splits.train` from where `run.progress` stands to the last epoch, evaluating on
 /// `splits.test` after each, inside the training loader's scope; records
 /// [`ReleaseStage::Trained`] before the scope ends. Returns the trained state and the loader's
 /// peak bytes.
+///
+/// # Errors
+///
+/// Besides the loader's and the files': [`TrainError::Diverged`] at the first step whose loss
+/// is not finite, and [`TrainError::Interrupted`] once the run's cancellation flag is set (a
+/// checkpoint written first).
 pub(super) fn train_epochs(
     run: &mut EpochRun<'_>,
     splits: &DatasetSplits,
@@ -67,6 +76,10 @@ pub(super) fn train_epochs(
     std::thread::scope(|scope| {
         let loader = Loader::new(&splits.train, loader_config)?;
         while (run.progress.loader_state.epoch as usize) < run.config.last_epoch() {
+            if run.config.cancellation.is_cancelled() {
+                let partial = run.progress.partial_epoch;
+                return Err(interrupt(run, &state, run.progress.loader_state, partial)?);
+            }
             state = run_one_epoch(run, &loader, scope, &splits.test, state)?;
         }
         run.measurement.record_release(ReleaseStage::Trained);
@@ -92,12 +105,11 @@ fn run_one_epoch<'scope, 'dataset: 'scope>(
     bar.set_prefix(format!("epoch {number}/{}", run.config.epochs));
     bar.set_position(run.progress.loader_state.position / run.config.batch_size as u64);
 
-    let started = Instant::now();
     let epoch = loader.resume(scope, &run.progress.loader_state)?;
-    let (state, samples, loss) = train_on_batches(run, &epoch, number, started, &bar, state)?;
+    let totals = EpochTotals::resumed(run.progress.partial_epoch.take());
+    let (state, totals) = train_on_batches(run, &epoch, number, &bar, state, totals)?;
     let next_state = epoch.state().next_epoch();
     drop(epoch);
-    let train_loss = loss.mean();
     run.training_device
         .sync()
         .map_err(|error| TrainError::Device {
@@ -105,14 +117,15 @@ fn run_one_epoch<'scope, 'dataset: 'scope>(
         })?;
     let trained = TrainedEpoch {
         number,
-        samples,
-        train_loss,
-        train_seconds: started.elapsed().as_secs_f64(),
+        samples: totals.samples,
+        train_loss: totals.loss_sum / totals.steps.max(1) as f64,
+        train_seconds: totals.train_seconds(),
     };
 
     let metrics = evaluate_epoch(run, &state.model, test_set, &trained)?;
     bar.finish_with_message(format!(
-        "loss {train_loss:.4}  test accuracy {:.2}%  {:.0} samples/s",
+        "loss {:.4}  test accuracy {:.2}%  {:.0} samples/s",
+        trained.train_loss,
         metrics.test_accuracy * 100.0,
         metrics.samples_per_second
     ));
@@ -120,27 +133,27 @@ fn run_one_epoch<'scope, 'dataset: 'scope>(
     Ok(state)
 }
 
-/// Trains on every batch of `epoch`, appending a line to `steps.jsonl` every
-/// [`STEPS_PER_LOG_LINE`] steps and after the epoch's last. Returns the state after the last
-/// step, the samples trained on and the epoch's summed loss.
+/// Trains on every batch of `epoch`. Reads the losses back every [`STEPS_PER_LOG_LINE`] steps,
+/// at the epoch's end and before a checkpoint ([`flush_losses`]: a line of `steps.jsonl`, and
+/// the divergence check); writes a checkpoint every `checkpoint_every` steps within the epoch;
+/// and stops with a checkpoint when the run is cancelled. Returns the state after the last
+/// step and the epoch's totals.
 fn train_on_batches(
     run: &mut EpochRun<'_>,
     epoch: &Epoch<'_, '_, ImageDataset>,
     epoch_number: usize,
-    epoch_started: Instant,
     bar: &ProgressBar,
     state: TrainingState,
-) -> Result<(TrainingState, usize, LossSum), TrainError> {
+    mut totals: EpochTotals,
+) -> Result<(TrainingState, EpochTotals), TrainError> {
     let TrainingState {
         mut model,
         mut optimizer,
     } = state;
-    let mut samples = 0usize;
-    let mut epoch_loss = LossSum::new(run.device);
-    let mut window = LossSum::new(run.device);
+    let mut window = LossWindow::starting_after(run.progress.steps_completed);
     for batch in epoch {
         let batch = batch?;
-        samples += batch.len();
+        totals.samples += batch.len();
         let loss;
         (model, loss) = training_step(
             model,
@@ -148,22 +161,110 @@ fn train_on_batches(
             run.config.learning_rate,
             batch.into_tensors::<2>(run.training_device)?,
         );
-        epoch_loss = epoch_loss.add(loss.clone());
-        window = window.add(loss);
+        window.losses.push(loss);
         run.progress.steps_completed += 1;
-        if window.steps == STEPS_PER_LOG_LINE || epoch.is_finished() {
-            let window_loss = window.take_mean(run.device);
-            run.writers.steps.write(&StepMetrics {
-                step: run.progress.steps_completed,
-                epoch: epoch_number,
-                loss: window_loss,
-            })?;
-            let rate = samples as f64 / epoch_started.elapsed().as_secs_f64();
-            bar.set_message(format!("loss {window_loss:.4}  {rate:.0} samples/s"));
-        }
         bar.inc(1);
+        let within_epoch = !epoch.is_finished();
+        let checkpoint_due = within_epoch
+            && run
+                .config
+                .checkpoint_every
+                .is_some_and(|every| run.progress.steps_completed.is_multiple_of(every.get()));
+        let cancelled = within_epoch && run.config.cancellation.is_cancelled();
+        if window.losses.len() == STEPS_PER_LOG_LINE || !within_epoch || checkpoint_due || cancelled
+        {
+            flush_losses(run, &mut window, epoch_number, &mut totals, bar)?;
+        }
+        if checkpoint_due || cancelled {
+            let state = TrainingState { model, optimizer };
+            let partial = Some(totals.partial());
+            if cancelled {
+                return Err(interrupt(run, &state, epoch.state(), partial)?);
+            }
+            save_run_checkpoint(run, &state, epoch.state(), partial)?;
+            TrainingState { model, optimizer } = state;
+        }
     }
-    Ok((TrainingState { model, optimizer }, samples, epoch_loss))
+    Ok((TrainingState { model, optimizer }, totals))
+}
+
+/// Reads the window's losses back (one transfer), appends their mean to `steps.jsonl` and adds
+/// them to the epoch's totals; [`TrainError::Diverged`] at the first that is not finite (its
+/// line is written first, so the files show it).
+fn flush_losses(
+    run: &mut EpochRun<'_>,
+    window: &mut LossWindow,
+    epoch_number: usize,
+    totals: &mut EpochTotals,
+    bar: &ProgressBar,
+) -> Result<(), TrainError> {
+    let first_step = window.first_step;
+    let losses = window.take_values()?;
+    if losses.is_empty() {
+        return Ok(());
+    }
+    let sum: f64 = losses.iter().map(|&loss| f64::from(loss)).sum();
+    let mean = sum / losses.len() as f64;
+    run.writers.steps.write(&StepMetrics {
+        step: run.progress.steps_completed,
+        epoch: epoch_number,
+        loss: mean,
+    })?;
+    if let Some(position) = losses.iter().position(|loss| !loss.is_finite()) {
+        return Err(TrainError::Diverged {
+            step: first_step + position,
+            epoch: epoch_number,
+            loss: f64::from(losses[position]),
+            last_checkpoint: run.progress.last_checkpoint.clone(),
+        });
+    }
+    totals.loss_sum += sum;
+    totals.steps += losses.len();
+    bar.set_message(format!("loss {mean:.4}"));
+    Ok(())
+}
+
+/// Writes a checkpoint at `loader_state` (within an epoch when `partial` is set), then removes
+/// the run an overwrite set aside, if any: the new run can now be resumed on its own.
+fn save_run_checkpoint(
+    run: &mut EpochRun<'_>,
+    state: &TrainingState,
+    loader_state: LoaderState,
+    partial_epoch: Option<PartialEpoch>,
+) -> Result<PathBuf, TrainError> {
+    let path = save_checkpoint(
+        &run.config.run_folder,
+        &state.model,
+        &state.optimizer,
+        &CheckpointState {
+            epochs_completed: run.progress.epoch_metrics.len(),
+            steps_completed: run.progress.steps_completed,
+            loader_state,
+            epoch_metrics: run.progress.epoch_metrics.clone(),
+            run_identity: run.identity.clone(),
+            partial_epoch,
+        },
+    )?;
+    run.progress.last_checkpoint = Some(path.clone());
+    if let Some(previous) = run.previous_run.take() {
+        previous.discard()?;
+    }
+    Ok(path)
+}
+
+/// Writes the checkpoint a cancelled run stops at and gives the error that says so.
+fn interrupt(
+    run: &mut EpochRun<'_>,
+    state: &TrainingState,
+    loader_state: LoaderState,
+    partial_epoch: Option<PartialEpoch>,
+) -> Result<TrainError, TrainError> {
+    let checkpoint = save_run_checkpoint(run, state, loader_state, partial_epoch)?;
+    Ok(TrainError::Interrupted {
+        step: run.progress.steps_completed,
+        epoch: loader_state.epoch as usize + 1,
+        checkpoint,
+    })
 }
 
 /// An epoch's training, done: what its metrics line needs besides the evaluation.
@@ -178,36 +279,75 @@ struct TrainedEpoch {
     train_seconds: f64,
 }
 
-/// Losses summed on the device, read back only when their mean is wanted.
-struct LossSum {
-    sum: Tensor<1>,
+/// The epoch's steps so far: those of the checkpoint it resumed from, then this call's.
+struct EpochTotals {
+    samples: usize,
     steps: usize,
+    loss_sum: f64,
+    seconds_before: f64,
+    started: Instant,
 }
 
-impl LossSum {
-    fn new(device: &Device) -> Self {
-        LossSum {
-            sum: Tensor::<1>::zeros([1], device),
+impl EpochTotals {
+    fn resumed(partial: Option<PartialEpoch>) -> Self {
+        let partial = partial.unwrap_or(PartialEpoch {
+            samples: 0,
             steps: 0,
+            loss_sum: 0.0,
+            train_seconds: 0.0,
+        });
+        EpochTotals {
+            samples: partial.samples,
+            steps: partial.steps,
+            loss_sum: partial.loss_sum,
+            seconds_before: partial.train_seconds,
+            started: Instant::now(),
         }
     }
 
-    fn add(self, loss: Tensor<1>) -> Self {
-        LossSum {
-            sum: self.sum + loss,
-            steps: self.steps + 1,
+    fn train_seconds(&self) -> f64 {
+        self.seconds_before + self.started.elapsed().as_secs_f64()
+    }
+
+    fn partial(&self) -> PartialEpoch {
+        PartialEpoch {
+            samples: self.samples,
+            steps: self.steps,
+            loss_sum: self.loss_sum,
+            train_seconds: self.train_seconds(),
+        }
+    }
+}
+
+/// The losses of the steps since the last read-back, kept on the device.
+struct LossWindow {
+    /// The step (counted from 1 over the run) of the first loss.
+    first_step: usize,
+    losses: Vec<Tensor<1>>,
+}
+
+impl LossWindow {
+    fn starting_after(steps_completed: usize) -> Self {
+        LossWindow {
+            first_step: steps_completed + 1,
+            losses: Vec::with_capacity(STEPS_PER_LOG_LINE),
         }
     }
 
-    /// The mean so far (0 steps count as 1).
-    fn mean(self) -> f64 {
-        self.sum.into_scalar::<f32>().elem::<f64>() / self.steps.max(1) as f64
-    }
-
-    /// The mean so far, starting a new sum at zero.
-    fn take_mean(&mut self, device: &Device) -> f64 {
-        let taken = std::mem::replace(self, LossSum::new(device));
-        taken.mean()
+    /// The losses, read back in one transfer; the window then starts after them.
+    fn take_values(&mut self) -> Result<Vec<f32>, TrainError> {
+        let losses = std::mem::take(&mut self.losses);
+        self.first_step += losses.len();
+        if losses.is_empty() {
+            return Ok(Vec::new());
+        }
+        Tensor::cat(losses, 0)
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec::<f32>()
+            .map_err(|error| TrainError::Device {
+                message: format!("reading the losses back: {error:?}"),
+            })
     }
 }
 
@@ -226,6 +366,7 @@ fn evaluate_epoch(
         &model.valid(),
         test_set,
         run.config.pixel_format(),
+        run.config.model.number_of_classes,
         run.device,
     )?;
     let evaluation_seconds = evaluation_started.elapsed().as_secs_f64();
@@ -251,21 +392,9 @@ fn record_epoch(
     next_state: LoaderState,
     state: &TrainingState,
 ) -> Result<(), TrainError> {
-    let epochs_completed = metrics.epoch;
     run.writers.epochs.write(&metrics)?;
     run.progress.epoch_metrics.push(metrics);
     run.progress.loader_state = next_state;
-    save_checkpoint(
-        &run.config.run_folder,
-        &state.model,
-        &state.optimizer,
-        &CheckpointState {
-            epochs_completed,
-            steps_completed: run.progress.steps_completed,
-            loader_state: run.progress.loader_state,
-            epoch_metrics: run.progress.epoch_metrics.clone(),
-            run_identity: run.identity.clone(),
-        },
-    )?;
+    save_run_checkpoint(run, state, next_state, None)?;
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! Evaluation on the test split: after each epoch, in the warm-up, and of saved weights.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use burn::tensor::{Device, Tensor};
-use reclaim_dataset::{ImageDataset, Split};
+use reclaim_dataset::ImageDataset;
 use reclaim_loader::{ImageSource, Loader, LoaderConfig, PixelFormat, Sampling, TensorBatch};
 use reclaim_model::{SimpleNn, SimpleNnConfig, WeightFormat};
 use serde::{Deserialize, Serialize};
@@ -25,11 +25,13 @@ pub struct Evaluation {
     pub samples: usize,
 }
 
-/// Evaluates `model` on every sample of `source`, in batches of [`EVALUATION_BATCH_SIZE`].
+/// Evaluates `model` on every sample of `source`, in batches of [`EVALUATION_BATCH_SIZE`],
+/// each label checked to be below `class_count` as it is read.
 pub(super) fn evaluate_source<S: ImageSource + ?Sized>(
     model: &SimpleNn,
     source: &S,
     pixel_format: PixelFormat,
+    class_count: usize,
     device: &Device,
 ) -> Result<Evaluation, TrainError> {
     let loader = Loader::new(
@@ -38,6 +40,7 @@ pub(super) fn evaluate_source<S: ImageSource + ?Sized>(
             batch_size: EVALUATION_BATCH_SIZE,
             sampling: Sampling::Sequential,
             pixel_format,
+            class_count: Some(class_count),
             ..LoaderConfig::default()
         },
     )?;
@@ -68,24 +71,36 @@ pub(super) fn evaluate_source<S: ImageSource + ?Sized>(
     })
 }
 
-/// Evaluates burnpack weights on the test split of `data_folder`.
+/// Evaluates burnpack weights on `test_set` (opened by the caller, owned or mapped: see
+/// [`DatasetStorage::open_split`](crate::DatasetStorage::open_split)).
 pub fn evaluate_weights(
     weights: &[u8],
     model: &SimpleNnConfig,
-    data_folder: &Path,
+    test_set: &ImageDataset,
     backend: BackendChoice,
     pixel_scaling: PixelScaling,
 ) -> Result<Evaluation, TrainError> {
+    if test_set.pixels_per_image() != model.input_size {
+        let images = test_set.images();
+        return Err(TrainError::InputSizeMismatch {
+            images: images
+                .compressed_source()
+                .unwrap_or(images.path())
+                .to_path_buf(),
+            height: test_set.image_height(),
+            width: test_set.image_width(),
+            pixels: test_set.pixels_per_image(),
+            model_inputs: model.input_size,
+        });
+    }
     let device = backend.device()?;
+    let classes = model.number_of_classes;
     let model = model
         .init(&device)
         .load_weight_bytes(weights, WeightFormat::Burnpack)?;
-    // SAFETY: Reclaim never modifies a dataset while it is mapped, and users are told in the
-    // documentation not to change a dataset folder while a command reads it.
-    let test_set = unsafe { ImageDataset::open_mapped(data_folder, Split::Test)? };
     let config = TrainConfig {
         pixel_scaling,
         ..TrainConfig::recipe(backend, PathBuf::new(), PathBuf::new())
     };
-    evaluate_source(&model, &test_set, config.pixel_format(), &device)
+    evaluate_source(&model, test_set, config.pixel_format(), classes, &device)
 }

@@ -16,6 +16,7 @@
 //! `config` holds [`TrainConfig`] and everything decided from it.
 
 mod config;
+mod dataset_check;
 mod epochs;
 mod evaluation;
 mod measurement;
@@ -26,9 +27,10 @@ mod warm_up;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use reclaim_dataset::DatasetSplits;
-
-pub use config::{IdentityDifference, PixelScaling, RunIdentity, StartPolicy, TrainConfig};
+pub use config::{
+    CancellationFlag, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity, StartPolicy,
+    TrainConfig,
+};
 pub use evaluation::{Evaluation, evaluate_weights};
 
 use crate::release::ReleaseReport;
@@ -63,6 +65,13 @@ impl TrainRun {
 
 /// Trains, evaluates after each epoch, checkpoints, then releases everything in the PyTorch
 /// recipe's order and measures memory after each step.
+///
+/// # Errors
+///
+/// Everything is checked before the first step (settings, the dataset against the model, the
+/// run folder against the start policy; see [`TrainError`]); a run that then fails keeps its
+/// files readable and its newest checkpoint resumable. [`TrainError::Diverged`] and
+/// [`TrainError::Interrupted`] are how a run that diverged or was cancelled ends.
 pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
     let started = Instant::now();
     let PreparedRun {
@@ -73,30 +82,42 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         mut progress,
         mut writers,
         final_weights_path,
+        lock,
+        mut previous_run,
     } = resume::prepare_or_resume(config)?;
-    // Everything the measurement itself needs exists from here on: the baseline.
-    let mut measurement = RunMeasurement::start_at_baseline(config, &device)?;
-
-    let state = TrainingState::fresh_or_resumed(config, &training_device, resumed.as_ref())?;
-    // SAFETY: the files are the dataset's (or the decompression cache that reclaim-dataset
-    // writes beside them); Reclaim never modifies them while they are mapped, and users are
-    // told in the documentation not to change a dataset folder during a run.
-    let splits = unsafe { DatasetSplits::open_mapped(&config.data_folder)? };
-    measurement.mark("dataset opened");
-    let mut epoch_run = EpochRun {
-        config,
-        device: &device,
-        training_device: &training_device,
-        identity: &identity,
-        progress: &mut progress,
-        writers: &mut writers,
-        measurement: &mut measurement,
+    let trained = (|| {
+        // Everything the measurement itself needs exists from here on: the baseline.
+        let mut measurement = RunMeasurement::start_at_baseline(config, &device)?;
+        let state = TrainingState::fresh_or_resumed(config, &training_device, resumed.as_ref())?;
+        let splits = config.storage.open_splits(&config.data_folder)?;
+        measurement.mark("dataset opened");
+        let mut epoch_run = EpochRun {
+            config,
+            device: &device,
+            training_device: &training_device,
+            identity: &identity,
+            progress: &mut progress,
+            writers: &mut writers,
+            measurement: &mut measurement,
+            previous_run: &mut previous_run,
+        };
+        let (state, peak_loader_bytes) = epochs::train_epochs(&mut epoch_run, &splits, state)?;
+        release::release_in_order(splits, state, &mut measurement, &final_weights_path)?;
+        Ok((measurement, peak_loader_bytes))
+    })();
+    let (measurement, peak_loader_bytes) = match trained {
+        Ok(trained) => trained,
+        Err(error) => {
+            // Failed before its first checkpoint: the run an overwrite set aside comes back.
+            if let Some(previous) = previous_run {
+                previous.restore()?;
+            }
+            return Err(error);
+        }
     };
-    let (state, peak_loader_bytes) = epochs::train_epochs(&mut epoch_run, &splits, state)?;
-
-    release::release_in_order(splits, state, &mut measurement, &final_weights_path)?;
     drop(writers);
     let release = measurement.finish(&config.run_folder)?;
+    drop(lock);
     Ok(TrainRun {
         epochs: progress.epoch_metrics,
         final_weights_path,

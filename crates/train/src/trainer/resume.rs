@@ -1,7 +1,8 @@
 //! Prepare or resume: everything a run makes before its memory baseline — the checked
-//! configuration, the device, the run folder and its `config.json`, the warm-up, the decision
-//! to resume and from where, and the metrics files — and, after the baseline, the model and
-//! optimizer, fresh or from the checkpoint.
+//! configuration, the device, the checked dataset, the run folder (locked, and what its start
+//! policy allows: a fresh folder, an overwrite, a resume) with its `config.json`, the warm-up,
+//! the checkpoint to resume from, and the metrics files — and, after the baseline, the model
+//! and optimizer, fresh or from the checkpoint.
 
 use std::path::PathBuf;
 
@@ -11,12 +12,14 @@ use reclaim_loader::LoaderState;
 use reclaim_model::SimpleNn;
 
 use super::config::{RunIdentity, StartPolicy, TrainConfig};
+use super::dataset_check::CheckedDataset;
 use super::warm_up::warm_up;
 use crate::checkpoint::{
-    CheckpointState, latest_checkpoint, load_checkpoint, read_checkpoint_state,
+    CheckpointState, PartialEpoch, latest_checkpoint, load_checkpoint, read_checkpoint_state,
 };
 use crate::files::write_file_atomically;
 use crate::metrics::{JsonLinesWriter, read_json_lines};
+use crate::run_folder::{PreviousRun, RunFolderLock, run_entries, settle_interrupted_overwrite};
 use crate::{EpochMetrics, RunFile, StepMetrics, TrainError};
 
 /// What the preparation leaves for the measured part of the run. All of it exists before the
@@ -37,6 +40,10 @@ pub(super) struct PreparedRun {
     /// The final weights' path, returned in `TrainRun`: made before the baseline, so that it
     /// does not count as memory the run failed to give back.
     pub final_weights_path: PathBuf,
+    /// The run folder's lock, held until the run returns.
+    pub lock: RunFolderLock,
+    /// The run an overwrite set aside, until this run's first checkpoint.
+    pub previous_run: Option<PreviousRun>,
 }
 
 /// A checkpoint a resumed run continues from: its folder and state.
@@ -53,6 +60,10 @@ pub(super) struct RunProgress {
     pub steps_completed: usize,
     /// Where the training loader is: the next epoch starts here.
     pub loader_state: LoaderState,
+    /// The steps already taken of the epoch in progress, when resumed within it.
+    pub partial_epoch: Option<PartialEpoch>,
+    /// The newest checkpoint written (or resumed from).
+    pub last_checkpoint: Option<PathBuf>,
 }
 
 /// The JSON-lines files the epochs append to.
@@ -69,28 +80,23 @@ pub(super) struct TrainingState {
     pub optimizer: ModuleOptimizer,
 }
 
-/// Checks the configuration, makes the device (first: a run that cannot start leaves no
-/// folder behind), writes the run folder's `config.json`, warms up, decides whether and from
-/// where to resume, and opens the metrics files.
+/// Checks the configuration, makes the device, opens and checks the dataset (all three first:
+/// a run that cannot start leaves no folder behind), locks the run folder and prepares it for
+/// the start policy (writing `config.json` unless resuming), warms up, finds the checkpoint to
+/// resume from, and opens the metrics files.
 pub(super) fn prepare_or_resume(config: &TrainConfig) -> Result<PreparedRun, TrainError> {
     config.validate()?;
     let device = config.backend.device()?;
-    let run_folder = &config.run_folder;
-    std::fs::create_dir_all(run_folder).map_err(|error| TrainError::io(run_folder, error))?;
-    let config_json =
-        serde_json::to_vec_pretty(config).map_err(|error| TrainError::InvalidConfig {
-            setting: "configuration",
-            message: format!("cannot be written as JSON: {error}"),
-        })?;
-    write_file_atomically(&RunFile::Config.path_in(run_folder), &config_json)?;
-    drop(config_json);
+    let dataset = CheckedDataset::open_and_check(config)?;
+    let lock = RunFolderLock::acquire(&config.run_folder)?;
+    let previous_run = prepare_run_folder(config)?;
 
     device.seed(config.seed);
     let training_device = device.clone().autodiff();
-    warm_up(&training_device, &device, config)?;
+    warm_up(&training_device, &device, config, &dataset)?;
     device.seed(config.seed);
 
-    let identity = config.identity();
+    let identity = config.identity(dataset.fingerprint);
     let resumed = resume_point(config, &identity)?;
     let progress = RunProgress::starting_at(config, resumed.as_ref());
     let writers = MetricsWriters::open(config, &progress, resumed.is_some())?;
@@ -101,8 +107,40 @@ pub(super) fn prepare_or_resume(config: &TrainConfig) -> Result<PreparedRun, Tra
         resumed,
         progress,
         writers,
-        final_weights_path: RunFile::FinalWeights.path_in(run_folder),
+        final_weights_path: RunFile::FinalWeights.path_in(&config.run_folder),
+        lock,
+        previous_run,
     })
+}
+
+/// Makes the locked run folder ready for the start policy: settles an overwrite a killed
+/// process left half done; refuses a fresh start over another run; sets another run aside for
+/// an overwrite (returned); and for a fresh start or an overwrite, writes `config.json` (a
+/// resumed run keeps the one its first run wrote).
+fn prepare_run_folder(config: &TrainConfig) -> Result<Option<PreviousRun>, TrainError> {
+    let run_folder = &config.run_folder;
+    settle_interrupted_overwrite(run_folder)?;
+    let previous_run = match config.start {
+        StartPolicy::ResumeLatestCheckpoint => return Ok(None),
+        StartPolicy::Fresh => {
+            let found = run_entries(run_folder);
+            if !found.is_empty() {
+                return Err(TrainError::RunFolderOccupied {
+                    folder: run_folder.clone(),
+                    found: found.join(", "),
+                });
+            }
+            None
+        }
+        StartPolicy::Overwrite => PreviousRun::set_aside(run_folder)?,
+    };
+    let config_json =
+        serde_json::to_vec_pretty(config).map_err(|error| TrainError::InvalidConfig {
+            setting: "configuration",
+            message: format!("cannot be written as JSON: {error}"),
+        })?;
+    write_file_atomically(&RunFile::Config.path_in(run_folder), &config_json)?;
+    Ok(previous_run)
 }
 
 /// The newest checkpoint, for a resumed run: [`TrainError::NoCheckpoint`] without one, and
@@ -112,7 +150,7 @@ fn resume_point(
     config: &TrainConfig,
     identity: &RunIdentity,
 ) -> Result<Option<ResumePoint>, TrainError> {
-    if config.start == StartPolicy::Fresh {
+    if config.start != StartPolicy::ResumeLatestCheckpoint {
         return Ok(None);
     }
     let run_folder = &config.run_folder;
@@ -135,12 +173,14 @@ fn resume_point(
 }
 
 impl RunProgress {
-    fn starting_at(config: &TrainConfig, resumed: Option<&ResumePoint>) -> Self {
-        let resumed = resumed.map(|point| &point.state);
+    fn starting_at(config: &TrainConfig, resumed_from: Option<&ResumePoint>) -> Self {
+        let resumed = resumed_from.map(|point| &point.state);
         let mut epoch_metrics: Vec<EpochMetrics> = resumed
             .map(|state| state.epoch_metrics.clone())
             .unwrap_or_default();
-        epoch_metrics.reserve(config.epochs);
+        // Room for every epoch's line, so that recording one allocates nothing (within reason:
+        // a run of a billion epochs grows it as it goes).
+        epoch_metrics.reserve(config.epochs.min(1024));
         RunProgress {
             epoch_metrics,
             steps_completed: resumed.map_or(0, |state| state.steps_completed),
@@ -152,6 +192,8 @@ impl RunProgress {
                 },
                 |state| state.loader_state,
             ),
+            partial_epoch: resumed.and_then(|state| state.partial_epoch),
+            last_checkpoint: resumed_from.map(|point| point.path.clone()),
         }
     }
 }
@@ -167,6 +209,8 @@ impl MetricsWriters {
     ) -> Result<Self, TrainError> {
         let epochs_path = RunFile::EpochMetrics.path_in(&config.run_folder);
         let steps_path = RunFile::StepMetrics.path_in(&config.run_folder);
+        // Of a resumed run's steps, those its checkpoint covers (a line the killed process left
+        // unfinished is left out by `read_json_lines`).
         let kept_steps: Vec<StepMetrics> = if resumed {
             read_json_lines::<StepMetrics>(&steps_path)
                 .unwrap_or_default()

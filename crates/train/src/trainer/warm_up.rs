@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
-use reclaim_dataset::DatasetSplits;
 use reclaim_loader::{ImageShape, Loader, LoaderConfig, RawImages, Sampling};
 use reclaim_model::SimpleNn;
 
 use super::config::TrainConfig;
+use super::dataset_check::CheckedDataset;
 use super::epochs::training_step;
 use super::evaluation::{EVALUATION_BATCH_SIZE, evaluate_source};
 use crate::TrainError;
@@ -23,27 +23,30 @@ struct RunShapes {
 }
 
 impl RunShapes {
-    /// The shapes of a run of `config` on the dataset folder's splits. The splits are opened
-    /// only for their sizes and dropped again (they are opened anew after the baseline, where
-    /// their memory is measured).
-    fn of_run(config: &TrainConfig) -> Result<Self, TrainError> {
-        // SAFETY: the files are the dataset's (or the decompression cache that reclaim-dataset
-        // writes beside them); Reclaim never modifies them while they are mapped, and users
-        // are told in the documentation not to change a dataset folder during a run.
-        let splits = unsafe { DatasetSplits::open_mapped(&config.data_folder)? };
-        let (training_len, test_len) = (splits.train.len(), splits.test.len());
+    /// The shapes of a run of `config` on `dataset`. Never more samples than the run itself
+    /// batches at once: a batch size beyond the training split's length warms up on one batch
+    /// of the split's length, as the run will train.
+    fn of_run(config: &TrainConfig, dataset: &CheckedDataset) -> Self {
         let trained = config
             .training_sample_limit
-            .map_or(training_len, |limit| limit.min(training_len));
+            .map_or(dataset.training_len, |limit| {
+                limit.min(dataset.training_len)
+            });
+        let training_samples = if config.batch_size >= trained {
+            trained
+        } else {
+            config.batch_size * 2 + trained % config.batch_size
+        };
+        let test_len = dataset.test_len;
         let evaluation_tail = if test_len > EVALUATION_BATCH_SIZE {
             test_len % EVALUATION_BATCH_SIZE
         } else {
             0
         };
-        Ok(RunShapes {
-            training_samples: config.batch_size * 2 + trained % config.batch_size,
+        RunShapes {
+            training_samples,
             evaluation_samples: test_len.min(EVALUATION_BATCH_SIZE) + evaluation_tail,
-        })
+        }
     }
 }
 
@@ -56,8 +59,9 @@ pub(super) fn warm_up(
     training_device: &Device,
     device: &Device,
     config: &TrainConfig,
+    dataset: &CheckedDataset,
 ) -> Result<(), TrainError> {
-    let shapes = RunShapes::of_run(config)?;
+    let shapes = RunShapes::of_run(config, dataset);
     // The first time a thread blocks on a standard channel, as the training thread does when it
     // waits for a worker's batch, the standard library gives that thread a small context that
     // lives as long as the thread. Whether training blocks at all depends on the scheduler, so
@@ -89,6 +93,7 @@ pub(super) fn warm_up(
         &model.valid(),
         &synthetic(shapes.evaluation_samples)?,
         config.pixel_format(),
+        config.model.number_of_classes,
         device,
     )?;
     training_device.sync().map_err(|error| TrainError::Device {

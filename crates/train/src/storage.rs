@@ -1,0 +1,126 @@
+//! [`DatasetStorage`]: whether a run maps its dataset files or reads them into memory, with the
+//! mapping's contract on the constructor that chooses it.
+
+use std::fmt;
+use std::path::Path;
+
+use reclaim_dataset::{DatasetSplits, ImageDataset, Split};
+use serde::{Serialize, Serializer};
+
+use crate::TrainError;
+
+/// How a run holds its dataset: read into memory (safe, the default), or memory-mapped (no copy,
+/// pages shared with the page cache, but the files must not change during the run).
+///
+/// Mapped storage is chosen with the `unsafe` [`DatasetStorage::mapped`], so that the promise
+/// the mapping needs is made, once, by whoever chooses it; every function that opens the
+/// dataset is then safe. (There is deliberately no `Deserialize`: a configuration read from a
+/// file cannot make that promise.)
+///
+/// ```
+/// use reclaim_train::DatasetStorage;
+///
+/// assert_eq!(DatasetStorage::default(), DatasetStorage::owned());
+/// assert_eq!(DatasetStorage::owned().to_string(), "owned");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DatasetStorage {
+    kind: StorageChoice,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+enum StorageChoice {
+    #[default]
+    Owned,
+    Mapped,
+}
+
+impl DatasetStorage {
+    /// Read every file into memory when the dataset is opened (for MNIST, 55 MB of heap for
+    /// the run's length, and the time to read it once). Nothing a file does afterwards affects
+    /// the run.
+    pub const fn owned() -> Self {
+        DatasetStorage {
+            kind: StorageChoice::Owned,
+        }
+    }
+
+    /// Memory-map the files: nothing is copied, pages are read on first touch and shared with
+    /// the page cache and any other process mapping the same files.
+    ///
+    /// # Safety
+    ///
+    /// memmap2's contract for every file of the dataset folder (and the decompressed copies
+    /// reclaim-dataset caches for `.gz` files): none may be modified or truncated by any
+    /// process while a run, an evaluation or a warm-up that uses this storage has it open.
+    ///
+    /// What Reclaim does when the promise is broken anyway: a file truncated under the map
+    /// (reads past its new end, which would kill the process with SIGBUS) is caught by
+    /// reclaim-dataset's guard and the run stops with an error naming the file; a label changed
+    /// in place to a value out of range is caught by the loader's class-count check. Other
+    /// in-place changes of bytes go unnoticed: the run reads the new bytes.
+    pub const unsafe fn mapped() -> Self {
+        DatasetStorage {
+            kind: StorageChoice::Mapped,
+        }
+    }
+
+    /// Whether the files are mapped.
+    pub const fn is_mapped(self) -> bool {
+        matches!(self.kind, StorageChoice::Mapped)
+    }
+
+    /// Opens both splits of `folder` with this storage.
+    pub fn open_splits(self, folder: &Path) -> Result<DatasetSplits, TrainError> {
+        Ok(match self.kind {
+            StorageChoice::Owned => DatasetSplits::open_owned(folder)?,
+            // SAFETY: `mapped()` is the only way to this variant, and its caller promised
+            // memmap2's contract for the dataset's files (see `DatasetStorage::mapped`).
+            StorageChoice::Mapped => unsafe { DatasetSplits::open_mapped(folder)? },
+        })
+    }
+
+    /// Opens one split of `folder` with this storage.
+    pub fn open_split(self, folder: &Path, split: Split) -> Result<ImageDataset, TrainError> {
+        Ok(match self.kind {
+            StorageChoice::Owned => ImageDataset::open_owned(folder, split)?,
+            // SAFETY: as in `open_splits`: the caller of `mapped()` promised the contract.
+            StorageChoice::Mapped => unsafe { ImageDataset::open_mapped(folder, split)? },
+        })
+    }
+}
+
+impl fmt::Display for DatasetStorage {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self.kind {
+            StorageChoice::Owned => "owned",
+            StorageChoice::Mapped => "mapped",
+        })
+    }
+}
+
+/// Written into `config.json` as `"owned"` or `"mapped"`.
+impl Serialize for DatasetStorage {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_storage_opens_the_same_splits() {
+        let folder = tempfile::tempdir().unwrap();
+        crate::test_support::write_tiny_dataset(folder.path(), [4, 4], 6, 3);
+        let owned = DatasetStorage::owned().open_splits(folder.path()).unwrap();
+        // SAFETY: the files are this test's own and nothing changes them while mapped.
+        let mapped = unsafe { DatasetStorage::mapped() };
+        let mapped_splits = mapped.open_splits(folder.path()).unwrap();
+        assert_eq!(owned.train.pixels(), mapped_splits.train.pixels());
+        assert_eq!(owned.test.labels(), mapped_splits.test.labels());
+        assert!(mapped.is_mapped() && !DatasetStorage::owned().is_mapped());
+        assert_eq!(serde_json::to_string(&mapped).unwrap(), r#""mapped""#);
+    }
+}
