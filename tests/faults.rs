@@ -441,7 +441,12 @@ fn each_wrong_shape_is_refused_before_the_run_folder_is_made() {
 
     let bad_label = folder.join("bad-label");
     synthetic_dataset(&bad_label, [20, 28, 28], [5, 28, 28]);
-    write_idx(bad_label.join("train-labels-idx1-ubyte"), &[20], &[200; 20]).unwrap();
+    write_idx(
+        bad_label.join("train-labels-idx1-ubyte"),
+        &[20],
+        &[200u8; 20],
+    )
+    .unwrap();
     assert_refused(
         &folder,
         &bad_label,
@@ -465,7 +470,7 @@ fn each_out_of_range_option_is_refused_naming_it() {
         (&["--batch-size", "0"], &["invalid batch size"]),
         (&["--lr", "inf"], &["invalid learning rate", "inf"]),
         (&["--momentum", "NaN"], &["invalid momentum", "NaN"]),
-        (&["--weight-decay", "-1"], &["invalid weight decay"]),
+        (&["--weight-decay=-1"], &["invalid weight decay"]),
         (&["--workers", "18446744073709551615"], &["invalid workers"]),
         (&["--limit", "0"], &["invalid training sample limit"]),
     ];
@@ -506,7 +511,7 @@ fn a_fresh_run_into_another_runs_folder_needs_overwrite_and_then_replaces_it() {
     let run = folder.join("run");
     let data = vendored_mnist();
     let train = |extra: &[&str]| {
-        let mut arguments: Vec<OsString> = ["train", "--quiet", "--epochs", "1", "--limit", "320"]
+        let mut arguments: Vec<OsString> = ["train", "--quiet", "--limit", "320"]
             .map(OsString::from)
             .to_vec();
         arguments.extend([
@@ -518,9 +523,9 @@ fn a_fresh_run_into_another_runs_folder_needs_overwrite_and_then_replaces_it() {
         arguments.extend(extra.iter().map(OsString::from));
         reclaim(&arguments)
     };
-    assert!(train(&["--seed", "1"]).status.success());
+    assert!(train(&["--seed", "1", "--epochs", "1"]).status.success());
     let first_weights = outputs_of(&run.join("model.bpk"));
-    let refused = train(&["--seed", "2"]);
+    let refused = train(&["--seed", "2", "--epochs", "1"]);
     let stderr = text(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(
@@ -529,7 +534,7 @@ fn a_fresh_run_into_another_runs_folder_needs_overwrite_and_then_replaces_it() {
     );
     assert_eq!(outputs_of(&run.join("model.bpk")), first_weights);
 
-    let replaced = train(&["--seed", "2", "--overwrite"]);
+    let replaced = train(&["--seed", "2", "--epochs", "1", "--overwrite"]);
     assert!(replaced.status.success(), "{}", text(&replaced.stderr));
     assert_ne!(outputs_of(&run.join("model.bpk")), first_weights);
     assert!(!run.join(".previous-run").exists());

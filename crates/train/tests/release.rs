@@ -27,6 +27,8 @@ fn release_gives_back_every_heap_byte_and_unmaps_the_dataset() -> i64 {
         epochs: 1,
         workers: 2,
         progress: ProgressDisplay::Hidden,
+        // SAFETY: the vendored MNIST is not changed by anything while this test runs.
+        storage: unsafe { reclaim_train::DatasetStorage::mapped() },
         ..TrainConfig::recipe(
             BackendChoice::Ndarray,
             default_data_folder(None, Family::Mnist),

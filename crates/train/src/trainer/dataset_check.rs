@@ -149,7 +149,7 @@ mod tests {
         reclaim_dataset::write_idx(
             folder.path().join("t10k-images-idx3-ubyte"),
             &[2, 2, 8],
-            &[0; 32],
+            &[0u8; 32],
         )
         .unwrap();
         let error = check_splits(&open(folder.path()), &model(16)).unwrap_err();
@@ -184,22 +184,29 @@ mod tests {
 
     #[test]
     fn a_label_beyond_the_model_outputs_names_the_file_and_sample() {
+        // (A label beyond the dataset's own classes is refused when the file is opened; this
+        // is a model with fewer outputs than the dataset has classes.)
         let folder = tempfile::tempdir().unwrap();
         write_tiny_dataset(folder.path(), [4, 4], 3, 2);
         reclaim_dataset::write_idx(
             folder.path().join("t10k-labels-idx1-ubyte"),
             &[2],
-            &[1, 200],
+            &[1u8, 7],
         )
         .unwrap();
-        let error = check_splits(&open(folder.path()), &model(16)).unwrap_err();
+        let five_classes = SimpleNnConfig {
+            number_of_classes: 5,
+            ..model(16)
+        };
+        // The training split's labels are 0, 1, 2: the test split's 7 is the first out.
+        let error = check_splits(&open(folder.path()), &five_classes).unwrap_err();
         assert!(
             matches!(
                 error,
                 TrainError::LabelOutOfRange {
                     index: 1,
-                    label: 200,
-                    classes: 10,
+                    label: 7,
+                    classes: 5,
                     ..
                 }
             ),

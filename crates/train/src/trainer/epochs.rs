@@ -55,6 +55,10 @@ pub(super) struct EpochRun<'run> {
     pub writers: &'run mut MetricsWriters,
     pub measurement: &'run mut RunMeasurement,
     pub previous_run: &'run mut Option<PreviousRun>,
+    /// The newest checkpoint written (or resumed from), named when the run diverges. Owned
+    /// here, not in [`RunProgress`], so that its path is freed with the `EpochRun`, before the
+    /// release is measured.
+    pub last_checkpoint: Option<PathBuf>,
 }
 
 /// Trains on `splits.train` from where `run.progress` stands to the last epoch, evaluating on
@@ -215,7 +219,7 @@ fn flush_losses(
             step: first_step + position,
             epoch: epoch_number,
             loss: f64::from(losses[position]),
-            last_checkpoint: run.progress.last_checkpoint.clone(),
+            last_checkpoint: run.last_checkpoint.clone(),
         });
     }
     totals.loss_sum += sum;
@@ -245,7 +249,7 @@ fn save_run_checkpoint(
             partial_epoch,
         },
     )?;
-    run.progress.last_checkpoint = Some(path.clone());
+    run.last_checkpoint = Some(path.clone());
     if let Some(previous) = run.previous_run.take() {
         previous.discard()?;
     }

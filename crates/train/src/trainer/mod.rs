@@ -100,8 +100,11 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
             writers: &mut writers,
             measurement: &mut measurement,
             previous_run: &mut previous_run,
+            last_checkpoint: resumed.as_ref().map(|point| point.path.clone()),
         };
         let (state, peak_loader_bytes) = epochs::train_epochs(&mut epoch_run, &splits, state)?;
+        // Frees what the epochs held (the newest checkpoint's path) before the release.
+        drop(epoch_run);
         release::release_in_order(splits, state, &mut measurement, &final_weights_path)?;
         Ok((measurement, peak_loader_bytes))
     })();

@@ -62,8 +62,6 @@ pub(super) struct RunProgress {
     pub loader_state: LoaderState,
     /// The steps already taken of the epoch in progress, when resumed within it.
     pub partial_epoch: Option<PartialEpoch>,
-    /// The newest checkpoint written (or resumed from).
-    pub last_checkpoint: Option<PathBuf>,
 }
 
 /// The JSON-lines files the epochs append to.
@@ -173,8 +171,8 @@ fn resume_point(
 }
 
 impl RunProgress {
-    fn starting_at(config: &TrainConfig, resumed_from: Option<&ResumePoint>) -> Self {
-        let resumed = resumed_from.map(|point| &point.state);
+    fn starting_at(config: &TrainConfig, resumed: Option<&ResumePoint>) -> Self {
+        let resumed = resumed.map(|point| &point.state);
         let mut epoch_metrics: Vec<EpochMetrics> = resumed
             .map(|state| state.epoch_metrics.clone())
             .unwrap_or_default();
@@ -193,7 +191,6 @@ impl RunProgress {
                 |state| state.loader_state,
             ),
             partial_epoch: resumed.and_then(|state| state.partial_epoch),
-            last_checkpoint: resumed_from.map(|point| point.path.clone()),
         }
     }
 }
