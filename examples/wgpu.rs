@@ -11,13 +11,18 @@ static ALLOCATOR: reclaim::memory::CountingAllocator = reclaim::memory::Counting
 
 fn main() -> anyhow::Result<()> {
     use reclaim::dataset::{Family, default_data_folder};
-    use reclaim::train::{BackendChoice, TrainConfig, train};
+    use reclaim::train::{BackendChoice, DatasetStorage, TrainConfig, train};
 
-    let config = TrainConfig::recipe(
-        BackendChoice::Wgpu,
-        default_data_folder(None, Family::Mnist),
-        "runs/example-wgpu".into(),
-    );
+    let config = TrainConfig {
+        // SAFETY: the example maps the dataset folder (no copy, as `reclaim train` does by
+        // default); nothing changes those files while it runs.
+        storage: unsafe { DatasetStorage::mapped() },
+        ..TrainConfig::recipe(
+            BackendChoice::Wgpu,
+            default_data_folder(None, Family::Mnist),
+            "runs/example-wgpu".into(),
+        )
+    };
     let run = train(&config)?;
     print!("{}", reclaim::report::run_summary(&run));
     Ok(())

@@ -122,6 +122,7 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
                 workers: arguments.workers,
                 training_sample_limit: Some(arguments.steps * arguments.batch_size),
                 progress: ProgressDisplay::Hidden,
+                storage: super::train::StorageArgument::Mapped.storage(),
                 ..TrainConfig::recipe(
                     backend,
                     data_folder.clone(),

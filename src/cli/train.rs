@@ -29,7 +29,7 @@ pub enum StorageArgument {
 }
 
 impl StorageArgument {
-    fn storage(self) -> DatasetStorage {
+    pub(crate) fn storage(self) -> DatasetStorage {
         match self {
             StorageArgument::Owned => DatasetStorage::owned(),
             // SAFETY: `--storage mapped` is the user's choice, documented (its --help and
