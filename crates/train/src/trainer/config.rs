@@ -408,15 +408,38 @@ fn difference<T: PartialEq + fmt::Debug>(
     })
 }
 
-/// The dataset's difference, named by file rather than printed whole (four checksums).
+/// The dataset's difference, named by file rather than printed whole (four checksums): each
+/// file that differs, with its size and checksum on each side.
 fn dataset_difference(
     checkpoint: &DatasetFingerprint,
     this_run: &DatasetFingerprint,
 ) -> Option<IdentityDifference> {
-    (checkpoint != this_run).then(|| IdentityDifference {
+    let files = |fingerprint: &DatasetFingerprint| {
+        [
+            ("training images", fingerprint.train_images.clone()),
+            ("training labels", fingerprint.train_labels.clone()),
+            ("test images", fingerprint.test_images.clone()),
+            ("test labels", fingerprint.test_labels.clone()),
+        ]
+    };
+    let describe = |differing: &[(&str, reclaim_dataset::FileFingerprint)]| {
+        let described: Vec<String> = differing
+            .iter()
+            .map(|(file, print)| {
+                format!("{file} of {} bytes, XXH3 {}", print.bytes, print.xxh3_128)
+            })
+            .collect();
+        described.join(", ")
+    };
+    let (before, now): (Vec<_>, Vec<_>) = files(checkpoint)
+        .into_iter()
+        .zip(files(this_run))
+        .filter(|(before, now)| before.1 != now.1)
+        .unzip();
+    (!before.is_empty()).then(|| IdentityDifference {
         setting: "dataset",
-        checkpoint: format!("{checkpoint:?}"),
-        this_run: format!("{this_run:?}"),
+        checkpoint: describe(&before),
+        this_run: describe(&now),
     })
 }
 
@@ -623,6 +646,13 @@ mod tests {
         let differences = checkpoint.differences(&this_run);
         assert_eq!(differences.len(), 1);
         assert_eq!(differences[0].setting, "dataset");
+        // Only the file that changed is named.
+        let text = differences[0].to_string();
+        assert!(
+            text.starts_with("dataset is training labels of 11 bytes, XXH3 "),
+            "{text}"
+        );
+        assert!(!text.contains("images"), "{text}");
     }
 
     #[test]
