@@ -112,8 +112,10 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         Ok(trained) => trained,
         Err(error) => {
             // Failed before its first checkpoint: the run an overwrite set aside comes back.
+            // The run's own error is the one to report; should putting the old run back fail,
+            // it stays in `.previous-run/`, and the next start on the folder settles it.
             if let Some(previous) = previous_run {
-                previous.restore()?;
+                let _ = previous.restore();
             }
             return Err(error);
         }
