@@ -548,3 +548,90 @@ fn a_fresh_run_into_another_runs_folder_needs_overwrite_and_then_replaces_it() {
     );
     std::fs::remove_dir_all(folder).unwrap();
 }
+
+#[test]
+fn a_damaged_history_or_checkpoint_is_named_by_the_resume_not_dropped() {
+    let folder = scratch("faults", "damaged");
+    let run = folder.join("run");
+    let data = vendored_mnist();
+    let train = |extra: &[&str]| {
+        let mut arguments: Vec<OsString> = ["train", "--quiet", "--limit", "640"]
+            .map(OsString::from)
+            .to_vec();
+        arguments.extend([
+            "--data".into(),
+            data.clone().into_os_string(),
+            "--out".into(),
+            run.clone().into_os_string(),
+        ]);
+        arguments.extend(extra.iter().map(OsString::from));
+        reclaim(&arguments)
+    };
+    let first = train(&["--epochs", "1", "--checkpoint-every", "3"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+
+    // A line in the middle of steps.jsonl that is not a record: the resume names it.
+    let steps_path = run.join("steps.jsonl");
+    let steps = std::fs::read_to_string(&steps_path).unwrap();
+    let mut lines: Vec<&str> = steps.lines().collect();
+    lines[1] = "{\"garbage";
+    std::fs::write(&steps_path, lines.join("\n") + "\n").unwrap();
+    let resumed = train(&["--epochs", "2", "--resume"]);
+    let stderr = text(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("steps.jsonl, line 2"), "{stderr}");
+    std::fs::write(&steps_path, steps).unwrap();
+
+    // Weights cut short in the newest checkpoint: the resume names the checkpoint and file.
+    let checkpoint = latest_checkpoint(&run).unwrap();
+    let weights = checkpoint.join("model.bpk");
+    let length = std::fs::metadata(&weights).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&weights)
+        .unwrap()
+        .set_len(length / 2)
+        .unwrap();
+    let resumed = train(&["--epochs", "2", "--resume"]);
+    let stderr = text(&resumed.stderr);
+    assert_no_panic(&resumed);
+    assert_eq!(resumed.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&checkpoint.display().to_string()) && stderr.contains("model.bpk"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(folder).unwrap();
+}
+
+#[test]
+fn a_run_stopped_before_its_first_step_is_reported_and_resumed() {
+    let folder = scratch("faults", "no-step");
+    let run = folder.join("run");
+    let data = vendored_mnist();
+    let arguments = ["--epochs", "1", "--limit", "640", "--data"].map(OsStr::new);
+    let arguments: Vec<&OsStr> = arguments
+        .iter()
+        .copied()
+        .chain([data.as_os_str(), OsStr::new("--out"), run.as_os_str()])
+        .collect();
+    let mut child = train_command(&arguments).spawn().unwrap();
+    // The lock file holds its owner once the handler is installed and the folder is prepared.
+    wait_until(&mut child, "the run folder is locked", || {
+        std::fs::read_to_string(run.join(".lock")).is_ok_and(|owner| !owner.is_empty())
+    });
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = wait(child);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let report = reclaim([OsStr::new("report"), run.as_os_str()]);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let mut resume: Vec<&OsStr> = arguments.clone();
+    resume.push(OsStr::new("--resume"));
+    let resumed = wait(train_command(&resume).spawn().unwrap());
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    std::fs::remove_dir_all(folder).unwrap();
+}

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use reclaim_report::{RunRecords, draw_run_records, epoch_table};
+use reclaim_report::{ReportError, RunRecords, draw_run_records, epoch_table};
 use reclaim_train::{ReleaseReport, RunFile};
 
 /// Arguments of `reclaim report`.
@@ -23,7 +23,16 @@ pub fn run(arguments: ReportArguments) -> anyhow::Result<()> {
         folder.display()
     );
     let records = RunRecords::read(folder)?;
-    let figures = draw_run_records(&records, folder)?;
+    // A run stopped before its first step (Ctrl-C during the warm-up) has nothing to draw yet:
+    // said, not an error; the folder is still read and summarized.
+    let figures = match draw_run_records(&records, folder) {
+        Ok(figures) => Some(figures),
+        Err(error @ ReportError::NothingToDraw { .. }) => {
+            println!("no figure drawn: {error}");
+            None
+        }
+        Err(error) => return Err(error.into()),
+    };
     print!("{}", epoch_table(&records.epochs));
     if let Some(release) = ReleaseReport::read_from(folder)? {
         println!(
@@ -32,12 +41,14 @@ pub fn run(arguments: ReportArguments) -> anyhow::Result<()> {
         );
         print!("{}", release.to_markdown());
     }
-    println!(
-        "\nfigures redrawn from the metrics files:\n  {}\n  {}\n  {}\n  {}",
-        figures.curves.svg.display(),
-        figures.curves.png.display(),
-        figures.memory.svg.display(),
-        figures.memory.png.display()
-    );
+    if let Some(figures) = figures {
+        println!(
+            "\nfigures redrawn from the metrics files:\n  {}\n  {}\n  {}\n  {}",
+            figures.curves.svg.display(),
+            figures.curves.png.display(),
+            figures.memory.svg.display(),
+            figures.memory.png.display()
+        );
+    }
     Ok(())
 }

@@ -10,7 +10,7 @@ use reclaim_train::TrainError;
 pub enum ReportError {
     /// Reading or writing a file failed: a run file is missing, one of its lines does not
     /// parse, or a figure cannot be written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: input/output error", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -64,7 +64,7 @@ mod tests {
             matches!(&error, ReportError::Io { path, .. } if path.ends_with("steps.jsonl")),
             "{error:?}"
         );
-        assert_eq!(error.to_string(), "run/steps.jsonl: no such file");
+        assert_eq!(error.to_string(), "run/steps.jsonl: input/output error");
         assert_eq!(error.source().unwrap().to_string(), "no such file");
     }
 

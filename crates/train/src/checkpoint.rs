@@ -244,7 +244,12 @@ pub fn load_checkpoint(
         message,
     };
     let state = read_checkpoint_state(path)?;
-    let model = model.load_weight_bytes(&read(CheckpointFile::Weights)?, WeightFormat::Burnpack)?;
+    let model = model
+        .load_weight_bytes(&read(CheckpointFile::Weights)?, WeightFormat::Burnpack)
+        .map_err(|error| {
+            let name = CheckpointFile::Weights.file_name();
+            checkpoint_error(format!("{name}: {error}"))
+        })?;
     let optimizer = optimizer
         .from_bytes(Bytes::from_bytes_vec(read(CheckpointFile::OptimizerState)?))
         .map_err(|error| {

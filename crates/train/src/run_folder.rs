@@ -74,6 +74,12 @@ impl RunFolderLock {
     /// lock in this one) holds it; [`TrainError::Io`] when the folder or its lock file cannot
     /// be made.
     pub fn acquire(run_folder: &Path) -> Result<Self, TrainError> {
+        if run_folder.exists() && !run_folder.is_dir() {
+            return Err(TrainError::InvalidConfig {
+                setting: "run folder",
+                message: format!("{} exists and is not a folder", run_folder.display()),
+            });
+        }
         std::fs::create_dir_all(run_folder).map_err(|error| TrainError::io(run_folder, error))?;
         let path = run_folder.join(LOCK_FILE);
         let mut file = std::fs::OpenOptions::new()
@@ -233,6 +239,10 @@ mod tests {
         assert_eq!(first.path(), run.join(LOCK_FILE));
         drop(first);
         RunFolderLock::acquire(&run).unwrap();
+        let file = folder.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        let error = RunFolderLock::acquire(&file).unwrap_err();
+        assert!(error.to_string().contains("is not a folder"), "{error}");
     }
 
     #[test]

@@ -177,7 +177,10 @@ impl TrainConfig {
             seed: self.seed,
             pixel_scaling: self.pixel_scaling,
             training_sample_limit: self.training_sample_limit,
-            data_folder: self.data_folder.clone(),
+            // One folder however it is spelled (`data`, `./data/`, an absolute path or a link):
+            // its canonical form, when it exists.
+            data_folder: std::fs::canonicalize(&self.data_folder)
+                .unwrap_or_else(|_| self.data_folder.clone()),
             dataset,
         }
     }
@@ -330,7 +333,8 @@ pub struct RunIdentity {
     pub pixel_scaling: PixelScaling,
     /// The training sample limit, if any.
     pub training_sample_limit: Option<usize>,
-    /// The dataset folder, as given.
+    /// The dataset folder, canonical (absolute, links resolved) when it exists, as given
+    /// otherwise.
     pub data_folder: PathBuf,
     /// The dataset's four files, by size and checksum.
     pub dataset: DatasetFingerprint,
@@ -612,8 +616,24 @@ mod tests {
         assert!(
             config
                 .identity(dataset.clone())
-                .differences(&other_run.identity(dataset))
+                .differences(&other_run.identity(dataset.clone()))
                 .is_empty()
+        );
+        // One existing folder, spelled three ways.
+        let folder = tempfile::tempdir().unwrap();
+        let data = folder.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let spelled = |data_folder: PathBuf| {
+            TrainConfig {
+                data_folder,
+                ..config.clone()
+            }
+            .identity(dataset.clone())
+        };
+        assert_eq!(spelled(data.clone()), spelled(data.join(".")));
+        assert_eq!(
+            spelled(data.clone()),
+            spelled(folder.path().join("./data/"))
         );
     }
 

@@ -86,6 +86,12 @@ pub(super) fn prepare_or_resume(config: &TrainConfig) -> Result<PreparedRun, Tra
     config.validate()?;
     let device = config.backend.device()?;
     let dataset = CheckedDataset::open_and_check(config)?;
+    if config.start == StartPolicy::ResumeLatestCheckpoint && !config.run_folder.is_dir() {
+        // Nothing to resume, and no folder made to say so.
+        return Err(TrainError::NoCheckpoint {
+            folder: config.run_folder.clone(),
+        });
+    }
     let lock = RunFolderLock::acquire(&config.run_folder)?;
     let previous_run = prepare_run_folder(config)?;
 
@@ -209,8 +215,7 @@ impl MetricsWriters {
         // Of a resumed run's steps, those its checkpoint covers (a line the killed process left
         // unfinished is left out by `read_json_lines`).
         let kept_steps: Vec<StepMetrics> = if resumed {
-            read_json_lines::<StepMetrics>(&steps_path)
-                .unwrap_or_default()
+            read_steps_if_any(&steps_path)?
                 .into_iter()
                 .filter(|record| record.step <= progress.steps_completed)
                 .collect()
@@ -224,6 +229,17 @@ impl MetricsWriters {
             epochs: JsonLinesWriter::append(epochs_path)?,
             steps: JsonLinesWriter::append(steps_path)?,
         })
+    }
+}
+
+/// The records of `steps.jsonl`: none when the file does not exist; a line that does not parse
+/// (other than an unfinished last one) is an error naming it, not a reason to drop the history.
+fn read_steps_if_any(path: &std::path::Path) -> Result<Vec<StepMetrics>, TrainError> {
+    match read_json_lines::<StepMetrics>(path) {
+        Err(TrainError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Vec::new())
+        }
+        other => other,
     }
 }
 
