@@ -1,5 +1,7 @@
 //! The PyTorch recipe's release — `del loader; del dataset; torch.cuda.empty_cache();
-//! del model` — done the Rust way, one step at a time, with the memory after each.
+//! del model` — done the Rust way, one step at a time, with the memory after each; then the
+//! device pool cleaned once more after the model, its last owner, is gone (the order to use on
+//! a device with a pool: the recipe's cleanup runs while the model still holds its blocks).
 //!
 //! ```sh
 //! cargo run --release --example release                     # NdArray (CPU)
@@ -78,10 +80,14 @@ fn main() -> anyhow::Result<()> {
     device.memory_cleanup();
     report.record(ReleaseStage::DeviceMemoryCleanedUp, measure());
 
-    // `del model`.
+    // `del model`: the recipe's last step. Its cache cleanup came before, while the model
+    // still held its blocks, so they are free now but stay reserved by the pool.
     drop(model);
-    device.memory_cleanup();
     report.record(ReleaseStage::ModelDropped, measure());
+
+    // The order to use: clean the pool after its last owner is gone.
+    device.memory_cleanup();
+    report.record(ReleaseStage::FinalCleanup, measure());
 
     print!("{}", report.to_markdown());
     if let Some(left_over) = report.heap_bytes_left_over() {

@@ -30,20 +30,27 @@ pub enum ReleaseStage {
     /// `"device memory cleaned up"`: the optimizer is dropped and the device pool cleaned.
     #[serde(rename = "device memory cleaned up")]
     DeviceMemoryCleanedUp,
-    /// `"model dropped"`: the model is dropped and the device pool cleaned again.
+    /// `"model dropped"`: the model is dropped, the last step of the PyTorch recipe's order
+    /// (whose cache cleanup came before it): the model's blocks are free but still reserved
+    /// by the device pool.
     #[serde(rename = "model dropped")]
     ModelDropped,
+    /// `"final cleanup"`: the device pool cleaned once more, after the last
+    /// owner of device memory is gone: the order to use (docs/memory.md says why).
+    #[serde(rename = "final cleanup")]
+    FinalCleanup,
 }
 
 impl ReleaseStage {
     /// Every stage, in the order a run passes them.
-    pub const ALL: [ReleaseStage; 6] = [
+    pub const ALL: [ReleaseStage; 7] = [
         ReleaseStage::BeforeLoading,
         ReleaseStage::Trained,
         ReleaseStage::LoaderScopeEnded,
         ReleaseStage::DatasetDropped,
         ReleaseStage::DeviceMemoryCleanedUp,
         ReleaseStage::ModelDropped,
+        ReleaseStage::FinalCleanup,
     ];
 
     /// The stage's phrase (`"dataset dropped"`), as serialized and displayed.
@@ -55,6 +62,7 @@ impl ReleaseStage {
             ReleaseStage::DatasetDropped => "dataset dropped",
             ReleaseStage::DeviceMemoryCleanedUp => "device memory cleaned up",
             ReleaseStage::ModelDropped => "model dropped",
+            ReleaseStage::FinalCleanup => "final cleanup",
         }
     }
 }

@@ -45,7 +45,8 @@ fn release_gives_back_every_heap_byte_and_unmaps_the_dataset() -> i64 {
             ReleaseStage::LoaderScopeEnded,
             ReleaseStage::DatasetDropped,
             ReleaseStage::DeviceMemoryCleanedUp,
-            ReleaseStage::ModelDropped
+            ReleaseStage::ModelDropped,
+            ReleaseStage::FinalCleanup
         ]
     );
     // (Each stage's phrase, as `release.json` and `release.md` write it, is checked beside

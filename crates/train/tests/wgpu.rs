@@ -41,11 +41,26 @@ fn training_on_wgpu_lowers_the_loss_and_gives_device_memory_back() {
             .unwrap_or_else(|| panic!("wgpu reports its pool at '{stage}'"))
     };
     let trained = in_use(ReleaseStage::Trained);
-    let released = in_use(ReleaseStage::ModelDropped);
+    let released = in_use(ReleaseStage::FinalCleanup);
     assert!(trained > 0);
     assert!(
         released < trained,
         "device bytes in use: {trained} trained, {released} after release\n{}",
+        run.release.to_markdown()
+    );
+    // The recipe's order leaves the model's blocks reserved; cleaning after the last owner
+    // gives them back to the device.
+    let reserved = |stage: ReleaseStage| {
+        run.release
+            .memory_at(stage)
+            .and_then(|memory| memory.device_bytes_reserved)
+            .unwrap_or_else(|| panic!("wgpu reports its pool at '{stage}'"))
+    };
+    assert!(
+        reserved(ReleaseStage::FinalCleanup) < reserved(ReleaseStage::ModelDropped),
+        "reserved: {} after the model, {} after the final cleanup\n{}",
+        reserved(ReleaseStage::ModelDropped),
+        reserved(ReleaseStage::FinalCleanup),
         run.release.to_markdown()
     );
 }

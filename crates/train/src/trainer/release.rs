@@ -13,7 +13,9 @@ use crate::{ReleaseStage, TrainError};
 /// Gives the run's memory back, recording each [`ReleaseStage`] after `Trained`:
 /// `del loader` (the training loader's scope has just ended), `del dataset` (both splits
 /// dropped, their files unmapped), `torch.cuda.empty_cache()` (the final weights written, the
-/// optimizer dropped, the device pool cleaned), `del model` (the pool cleaned again).
+/// optimizer dropped, the device pool cleaned), `del model` — the recipe's order, measured as
+/// it leaves the pool — and then the pool cleaned once more, now that the last owner of device
+/// memory is gone ([`ReleaseStage::FinalCleanup`]).
 pub(super) fn release_in_order(
     splits: DatasetSplits,
     state: TrainingState,
@@ -35,7 +37,9 @@ pub(super) fn release_in_order(
     measurement.record_release(ReleaseStage::DeviceMemoryCleanedUp);
 
     drop(model);
-    measurement.device().memory_cleanup();
     measurement.record_release(ReleaseStage::ModelDropped);
+
+    measurement.device().memory_cleanup();
+    measurement.record_release(ReleaseStage::FinalCleanup);
     Ok(())
 }
