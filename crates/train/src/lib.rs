@@ -2,8 +2,13 @@
 //!
 //! - [`TrainConfig`] and [`train`]: the seed recipe (SGD at lr 0.01, batches of 64, shuffled,
 //!   2 epochs, evaluation on the test split after each) on any [`BackendChoice`], writing
-//!   `metrics.jsonl`, `steps.jsonl`, per-epoch checkpoints, `memory.jsonl` and the release
-//!   report into the run folder, and resuming from the newest checkpoint on request.
+//!   `metrics.jsonl`, `steps.jsonl`, checkpoints (at each epoch's end, every N steps, and when
+//!   cancelled through a [`CancellationFlag`]), `memory.jsonl` and the release report into the
+//!   run folder, which it locks ([`RunFolderLock`]), and resuming from the newest checkpoint on
+//!   request. Everything is checked before the first step ([`TrainConfig::validate`], the
+//!   dataset against the model); a diverging loss ends the run with [`TrainError::Diverged`].
+//! - [`DatasetStorage`]: the dataset read into memory, or mapped (an `unsafe` choice, its
+//!   contract stated once).
 //! - [`ReleaseReport`]: memory after each [`ReleaseStage`] — the loader's scope ends, the
 //!   dataset is dropped, the device pool is cleaned up, the model is dropped.
 //! - [`RunFile`] and [`CheckpointFile`]: the files of a run folder and of a checkpoint;
