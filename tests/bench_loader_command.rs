@@ -37,3 +37,28 @@ fn bench_loader_json_reports_throughput_first_batch_and_memory() {
         "the loader gave everything back"
     );
 }
+
+#[test]
+fn sigterm_stops_the_loader_bench_with_status_130() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reclaim"))
+        .args(["bench", "loader", "--epochs", "100000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough for the handler to be installed (the bench then runs for hours).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "the bench ended early");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.starts_with("interrupted: the loader bench stopped"),
+        "{stderr}"
+    );
+}

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use burn::tensor::{Device, Tensor};
-use reclaim_dataset::{Family, ImageDataset, Split, default_data_folder};
+use reclaim_dataset::{Family, ImageDataset, Split, resolve_data_folder};
 use reclaim_loader::{Loader, LoaderConfig, TensorBatch};
 
 use reclaim_train::BackendChoice;
@@ -62,9 +62,11 @@ impl Measurements {
 }
 
 /// Runs `reclaim bench loader`.
+/// Ctrl-C or SIGTERM stops it after the current batch (exit status 130; it keeps no state).
 pub fn run(arguments: BenchLoaderArguments) -> anyhow::Result<()> {
     anyhow::ensure!(arguments.epochs > 0, "--epochs must be at least 1");
-    let folder = default_data_folder(arguments.data.as_deref(), Family::Mnist);
+    super::interrupt::install()?;
+    let folder = resolve_data_folder(arguments.data.as_deref(), Family::Mnist)?;
     // SAFETY: the dataset files are only read; nothing in this process writes them, and the
     // decompressed cache is only ever replaced by rename, never modified in place.
     let dataset = unsafe { ImageDataset::open_mapped(&folder, Split::Train) }
@@ -116,6 +118,14 @@ fn measure(
                 samples += images.dims()[0];
                 first_batch.get_or_insert_with(|| started.elapsed());
                 drop((images, labels));
+                if super::interrupt::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(super::interrupt::Interrupted {
+                        message: format!(
+                            "the loader bench stopped in epoch {epoch_number}; nothing was reported"
+                        ),
+                    }
+                    .into());
+                }
             }
             drop(epoch);
             device
