@@ -68,6 +68,27 @@ fn train_command(arguments: &[&OsStr]) -> Command {
     command
 }
 
+/// `settings` followed by `--data DATA --out RUN`.
+fn in_folders<'a>(settings: &'a [&'a str], data: &'a Path, run: &'a Path) -> Vec<&'a OsStr> {
+    settings
+        .iter()
+        .map(OsStr::new)
+        .chain([
+            OsStr::new("--data"),
+            data.as_os_str(),
+            OsStr::new("--out"),
+            run.as_os_str(),
+        ])
+        .collect()
+}
+
+/// Runs `reclaim train --quiet` with `settings` and then `extra` on `data` into `run`, to its end.
+fn train_to_end(data: &Path, run: &Path, settings: &[&str], extra: &[&str]) -> Output {
+    let mut arguments = in_folders(settings, data, run);
+    arguments.extend(extra.iter().map(OsStr::new));
+    wait(train_command(&arguments).spawn().unwrap())
+}
+
 /// Waits for `child` to end (at most a minute).
 fn wait(mut child: Child) -> Output {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -232,12 +253,7 @@ fn a_second_run_on_the_same_folder_is_refused_naming_the_first() {
     let folder = scratch("faults", "two-runs");
     let run = folder.join("run");
     let data = vendored_mnist();
-    let arguments = ["--epochs", "1000", "--limit", "640", "--data"].map(OsStr::new);
-    let first_arguments: Vec<&OsStr> = arguments
-        .iter()
-        .copied()
-        .chain([data.as_os_str(), OsStr::new("--out"), run.as_os_str()])
-        .collect();
+    let first_arguments = in_folders(&["--epochs", "1000", "--limit", "640"], &data, &run);
     let mut first = train_command(&first_arguments).spawn().unwrap();
     wait_until(&mut first, "the first run has written a step", || {
         std::fs::metadata(run.join("steps.jsonl")).is_ok_and(|file| file.len() > 0)
@@ -264,12 +280,7 @@ fn a_dataset_truncated_under_a_mapped_run_stops_it_with_an_error_naming_the_file
     let folder = scratch("faults", "truncated");
     let data = raw_mnist_copy(&folder.join("data"));
     let run = folder.join("run");
-    let arguments = ["--epochs", "1000", "--storage", "mapped", "--data"].map(OsStr::new);
-    let arguments: Vec<&OsStr> = arguments
-        .iter()
-        .copied()
-        .chain([data.as_os_str(), OsStr::new("--out"), run.as_os_str()])
-        .collect();
+    let arguments = in_folders(&["--epochs", "1000", "--storage", "mapped"], &data, &run);
     let mut child = train_command(&arguments).spawn().unwrap();
     wait_until(&mut child, "the run has written a step", || {
         std::fs::metadata(run.join("steps.jsonl")).is_ok_and(|file| file.len() > 0)
@@ -297,15 +308,11 @@ fn ctrl_c_checkpoints_mid_epoch_and_prints_a_resume_command_that_works() {
     let folder = scratch("faults", "ctrl-c");
     let run = folder.join("run");
     let data = vendored_mnist();
-    let arguments = [
-        "--epochs", "2", "--limit", "12800", "--lr", "0.05", "--data",
-    ]
-    .map(OsStr::new);
-    let arguments: Vec<&OsStr> = arguments
-        .iter()
-        .copied()
-        .chain([data.as_os_str(), OsStr::new("--out"), run.as_os_str()])
-        .collect();
+    let arguments = in_folders(
+        &["--epochs", "2", "--limit", "12800", "--lr", "0.05"],
+        &data,
+        &run,
+    );
     let mut child = train_command(&arguments).spawn().unwrap();
     wait_until(&mut child, "the run has written a step", || {
         std::fs::metadata(run.join("steps.jsonl")).is_ok_and(|file| file.len() > 0)
@@ -510,19 +517,7 @@ fn a_fresh_run_into_another_runs_folder_needs_overwrite_and_then_replaces_it() {
     let folder = scratch("faults", "overwrite");
     let run = folder.join("run");
     let data = vendored_mnist();
-    let train = |extra: &[&str]| {
-        let mut arguments: Vec<OsString> = ["train", "--quiet", "--limit", "320"]
-            .map(OsString::from)
-            .to_vec();
-        arguments.extend([
-            "--data".into(),
-            data.clone().into_os_string(),
-            "--out".into(),
-            run.clone().into_os_string(),
-        ]);
-        arguments.extend(extra.iter().map(OsString::from));
-        reclaim(&arguments)
-    };
+    let train = |extra: &[&str]| train_to_end(&data, &run, &["--limit", "320"], extra);
     assert!(train(&["--seed", "1", "--epochs", "1"]).status.success());
     let first_weights = outputs_of(&run.join("model.bpk"));
     let refused = train(&["--seed", "2", "--epochs", "1"]);
@@ -554,19 +549,7 @@ fn a_damaged_history_or_checkpoint_is_named_by_the_resume_not_dropped() {
     let folder = scratch("faults", "damaged");
     let run = folder.join("run");
     let data = vendored_mnist();
-    let train = |extra: &[&str]| {
-        let mut arguments: Vec<OsString> = ["train", "--quiet", "--limit", "640"]
-            .map(OsString::from)
-            .to_vec();
-        arguments.extend([
-            "--data".into(),
-            data.clone().into_os_string(),
-            "--out".into(),
-            run.clone().into_os_string(),
-        ]);
-        arguments.extend(extra.iter().map(OsString::from));
-        reclaim(&arguments)
-    };
+    let train = |extra: &[&str]| train_to_end(&data, &run, &["--limit", "640"], extra);
     let first = train(&["--epochs", "1", "--checkpoint-every", "3"]);
     assert!(first.status.success(), "{}", text(&first.stderr));
 
@@ -608,12 +591,7 @@ fn a_run_stopped_before_its_first_step_is_reported_and_resumed() {
     let folder = scratch("faults", "no-step");
     let run = folder.join("run");
     let data = vendored_mnist();
-    let arguments = ["--epochs", "1", "--limit", "640", "--data"].map(OsStr::new);
-    let arguments: Vec<&OsStr> = arguments
-        .iter()
-        .copied()
-        .chain([data.as_os_str(), OsStr::new("--out"), run.as_os_str()])
-        .collect();
+    let arguments = in_folders(&["--epochs", "1", "--limit", "640"], &data, &run);
     let mut child = train_command(&arguments).spawn().unwrap();
     // The lock file holds its owner once the handler is installed and the folder is prepared.
     wait_until(&mut child, "the run folder is locked", || {
