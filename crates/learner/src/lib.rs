@@ -14,6 +14,7 @@
 //!   batch, ends the run and keeps the error; [`LearnerError::loader_error`] gives back
 //!   Reclaim's [`LoaderError`](reclaim_loader::LoaderError), message and all
 //!   ([`loader_error_of`] finds it in any burn-train `TrainingError`).
+//! - [`SplitLinesRenderer`]: burn-train's progress as a line per split, not per batch.
 //! - [`epoch_means`]: a metric's per-epoch means, read back from the run folder.
 //! - [`burn_train`] itself, re-exported, so that the `Learner` and the metrics are named
 //!   with the version this crate was built against.
@@ -66,11 +67,13 @@
 
 mod error;
 mod outcome;
+mod renderer;
 mod step;
 mod training;
 
 pub use burn_train;
 pub use error::{LearnerError, loader_error_of};
 pub use outcome::{EpochMeans, epoch_means, trained_model};
+pub use renderer::SplitLinesRenderer;
 pub use step::LearnerSimpleNn;
 pub use training::classification_training;

@@ -8,11 +8,12 @@ use burn_train::SupervisedTraining;
 use burn_train::metric::{AccuracyMetric, LossMetric};
 use reclaim_loader::TensorBatch;
 
+use crate::renderer::SplitLinesRenderer;
 use crate::step::LearnerSimpleNn;
 
 /// burn-train's `SupervisedTraining` for [`LearnerSimpleNn`], writing its metrics under
 /// `directory`, with accuracy and loss logged for both splits and the summary printed at the
-/// end.
+/// end ([`SplitLinesRenderer`]: a line per split; `renderer` replaces it).
 ///
 /// One default of burn-train's is changed: no application logger is installed (burn-train's
 /// would install a process-wide `tracing` subscriber writing `experiment.log`, which a library
@@ -29,5 +30,6 @@ pub fn classification_training(
     SupervisedTraining::new(directory, training_loader, validation_loader)
         .metrics((AccuracyMetric::new(), LossMetric::new()))
         .with_application_logger(None)
+        .renderer(Box::new(SplitLinesRenderer::default()))
         .summary()
 }
