@@ -28,6 +28,10 @@ use crate::tensor::TensorBatch;
 /// [`set_next_epoch`](BurnLoader::set_next_epoch) says otherwise). Its worker threads are
 /// ordinary threads holding the `Arc`; dropping the iterator stops and joins them.
 ///
+/// [`slice`](DataLoader::slice), which burn-train's multi-device strategies use to give each
+/// device a part, keeps a range of positions of each epoch's order: the parts share out every
+/// epoch's draws exactly, whatever the sampler.
+///
 /// ```
 /// use burn::data::dataloader::DataLoader;
 /// use burn::tensor::Device;
@@ -55,6 +59,7 @@ pub struct BurnLoader<S, const D: usize = 2> {
     core: Arc<LoaderCore>,
     device: Device,
     next_epoch: AtomicU64,
+    /// For a [`slice`](DataLoader::slice): the positions of each epoch's order it keeps.
     range: Option<Range<usize>>,
 }
 
@@ -139,16 +144,20 @@ where
         match &self.range {
             None => self.core.plan(seed, epoch, start),
             Some(range) => {
-                let order: Vec<usize> = self
-                    .core
-                    .sampler
-                    .epoch_indices(seed, epoch)
-                    .into_iter()
-                    .filter(|index| range.contains(index))
-                    .collect();
+                let order = slice_of_order(self.core.sampler.epoch_indices(seed, epoch), range);
                 let order = Tracked::new(order, Category::Order, &self.core.accounting);
                 EpochPlan::new(seed, epoch, order, start, self.core.settings)
             }
+        }
+    }
+
+    /// The positions of each epoch's order this loader keeps: all of them, or its slice's
+    /// (clamped to the epoch's length).
+    fn positions(&self) -> Range<usize> {
+        let epoch_len = self.core.sampler.len();
+        match &self.range {
+            None => 0..epoch_len,
+            Some(range) => clamp_range(range, epoch_len),
         }
     }
 
@@ -206,31 +215,42 @@ where
     }
 
     fn num_items(&self) -> usize {
-        match &self.range {
-            None => self.core.sampler.len(),
-            Some(range) => self
-                .core
-                .sampler
-                .epoch_indices(self.core.config.seed, self.next_epoch())
-                .into_iter()
-                .filter(|index| range.contains(index))
-                .count(),
-        }
+        self.positions().len()
     }
 
     fn to_device(&self, device: &Device) -> Arc<dyn DataLoader<TensorBatch<D>>> {
         Arc::new(self.derived(device.clone(), self.range.clone()))
     }
 
-    /// Keeps, in each epoch's order, the samples whose index is in `start..end` (like Burn's
-    /// own loaders, which slice the dataset before shuffling it).
+    /// Keeps the positions `start..end` of each epoch's order (positions of this loader's own
+    /// items when it is itself a slice), clamped to the epoch's length.
+    ///
+    /// The slices `0..a`, `a..b`, …, `y..num_items()` that burn-train's multi-device
+    /// strategies make (`split_dataloader`) therefore share out every epoch exactly: each sample
+    /// the sampler draws (a shuffled permutation, a subset, weighted draws with repeats, a
+    /// distributed rank's shard) goes to exactly one slice, and each slice sees a new share of
+    /// the data each epoch, all of it decided by the seed and the epoch number.
     fn slice(&self, start: usize, end: usize) -> Arc<dyn DataLoader<TensorBatch<D>>> {
-        let range = match &self.range {
-            None => start..end,
-            Some(range) => (range.start + start).min(range.end)..(range.start + end).min(range.end),
-        };
+        let own = self.positions();
+        let start = own.start.saturating_add(start);
+        let end = own.start.saturating_add(end).max(start);
+        let range = clamp_range(&(start..end), own.end);
         Arc::new(self.derived(self.device.clone(), Some(range)))
     }
+}
+
+/// `range` with both ends at most `limit`.
+fn clamp_range(range: &Range<usize>, limit: usize) -> Range<usize> {
+    let end = range.end.min(limit);
+    range.start.min(end)..end
+}
+
+/// The positions `range` of an epoch's `order` (clamped to its length).
+fn slice_of_order(mut order: Vec<usize>, range: &Range<usize>) -> Vec<usize> {
+    let kept = clamp_range(range, order.len());
+    order.truncate(kept.end);
+    order.drain(..kept.start);
+    order
 }
 
 impl<S: ImageSource, const D: usize> fmt::Debug for BurnLoader<S, D> {
@@ -320,5 +340,26 @@ impl<const D: usize> Iterator for FailedIterator<D> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.error.take().map(|error| Err(DatasetError::new(error)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_of_an_order_keeps_its_positions_clamped_to_its_length() {
+        let order = vec![7, 3, 9, 1, 4];
+        assert_eq!(slice_of_order(order.clone(), &(1..3)), [3, 9]);
+        assert_eq!(slice_of_order(order.clone(), &(3..99)), [1, 4]);
+        assert_eq!(slice_of_order(order.clone(), &(6..9)), Vec::<usize>::new());
+        assert_eq!(slice_of_order(order, &(0..5)), [7, 3, 9, 1, 4]);
+    }
+
+    #[test]
+    fn clamping_keeps_a_range_within_its_limit_and_never_reversed() {
+        assert_eq!(clamp_range(&(2..8), 5), 2..5);
+        assert_eq!(clamp_range(&(7..9), 5), 5..5);
+        assert_eq!(clamp_range(&(1..3), 5), 1..3);
     }
 }

@@ -123,14 +123,17 @@ fn slices_split_the_samples_and_keep_the_batch_size() {
     let right = loader.slice(15, 40).to_device(&device);
     assert_eq!(left.num_items(), 15);
     assert_eq!(right.num_items(), 25);
-    let sizes: Vec<usize> = left
+    let sizes: Vec<usize> = loader
+        .slice(0, 15)
         .iter()
         .map(|batch| batch.unwrap().images.dims()[0])
         .collect();
     assert_eq!(sizes, [8, 7]);
+    // Epoch 0 of each part, then of the whole: the parts are its first 15 and last 25 samples.
     let mut all = epoch_images(left.as_ref());
     all.extend(epoch_images(right.as_ref()));
     let whole = epoch_images(&loader);
+    assert_eq!(all, whole);
     let key = |images: &[Vec<f32>]| -> BTreeSet<Vec<u32>> {
         images
             .iter()
