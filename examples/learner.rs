@@ -18,7 +18,7 @@ use burn::tensor::Device;
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::learner::burn_train::Learner;
 use reclaim::learner::{LearnerSimpleNn, classification_training, epoch_means, trained_model};
-use reclaim::loader::{BurnLoader, LoaderConfig, Sampling, TensorBatch};
+use reclaim::loader::{BurnLoader, LoaderConfig, PixelFormat, Sampling, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
 use reclaim::model::{SimpleNn, SimpleNnConfig};
 use reclaim::train::{ReleaseReport, ReleaseStage};
@@ -34,7 +34,7 @@ fn main() -> anyhow::Result<()> {
     let data_folder = default_data_folder(None, Family::Mnist).canonicalize()?;
     let run_folder = fresh_run_folder()?;
     let measure = || MemorySnapshot::take_under(Some(&device), &data_folder);
-    let mut report = ReleaseReport::with_capacity(6);
+    let mut report = ReleaseReport::with_capacity(7);
     report.record(ReleaseStage::BeforeLoading, measure());
 
     let (train_set, test_set) = open_mapped_splits(&data_folder)?;
@@ -49,8 +49,9 @@ fn main() -> anyhow::Result<()> {
     device.memory_cleanup();
     report.record(ReleaseStage::DeviceMemoryCleanedUp, measure());
     drop(network);
-    device.memory_cleanup();
     report.record(ReleaseStage::ModelDropped, measure());
+    device.memory_cleanup(); // after the last owner is gone (docs/memory.md)
+    report.record(ReleaseStage::FinalCleanup, measure());
 
     print!("{}", report.to_markdown());
     let accuracy = epoch_means(&run_folder, "Accuracy")?;
@@ -91,15 +92,18 @@ impl Loaders {
         test_set: &Arc<ImageDataset>,
         device: &Device,
     ) -> anyhow::Result<Self> {
+        // The seed recipe's pixels: `ToTensor()`, in [0, 1].
         let training = LoaderConfig {
             sampling: Sampling::Shuffled,
             num_workers: 2,
             class_count: Some(10),
+            pixel_format: PixelFormat::UnitF32,
             ..LoaderConfig::mnist_training(42)
         };
         let validation = LoaderConfig {
             num_workers: 2,
             class_count: Some(10),
+            pixel_format: PixelFormat::UnitF32,
             ..LoaderConfig::mnist_evaluation()
         };
         let training =
