@@ -254,7 +254,8 @@ mod tests {
                 "loader scope ended",
                 "dataset dropped",
                 "device memory cleaned up",
-                "model dropped"
+                "model dropped",
+                "final cleanup"
             ]
         );
         for stage in ReleaseStage::ALL {
