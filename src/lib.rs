@@ -10,8 +10,10 @@
 //! - [`memory`]: the counting allocator, the `/proc` readers and the device pool
 //!   (`reclaim-memory`).
 //! - [`report`]: the figures and text summaries of a run folder (`reclaim-report`).
+//! - [`learner`]: the loader and the model inside burn-train's `Learner` (`reclaim-learner`).
 
 pub use reclaim_dataset as dataset;
+pub use reclaim_learner as learner;
 pub use reclaim_loader as loader;
 pub use reclaim_memory as memory;
 pub use reclaim_model as model;
