@@ -3,7 +3,7 @@
 //! everything in the PyTorch recipe's order and prints the release table and the accuracy.
 //!
 //! ```sh
-//! cargo run --release --example learner
+//! cargo run --release --features learner --example learner
 //! ```
 //!
 //! burn-train writes its metrics under `runs/example-learner/` (emptied first: the example owns
