@@ -70,36 +70,7 @@ timed() { # timed OUTPUT_FILE COMMAND...: runs COMMAND under /usr/bin/time -v wh
 }
 
 # The machine, before anything runs (the load average says whether the timings can be trusted).
-python3 - "$work/machine.json" "$repository" <<'PYTHON'
-import json, os, subprocess, sys
-path, repository = sys.argv[1], sys.argv[2]
-def run(*command):
-    try:
-        return subprocess.run(command, cwd=repository, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-cpu_model = "?"
-with open("/proc/cpuinfo") as cpuinfo:
-    for line in cpuinfo:
-        if line.startswith("model name"):
-            cpu_model = line.split(":", 1)[1].strip()
-            break
-with open("/proc/meminfo") as meminfo:
-    total_kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemTotal:"))
-commit = run("git", "rev-parse", "--short", "HEAD")
-if run("git", "status", "--porcelain", "--untracked-files=no"):
-    commit += " (with uncommitted changes)"
-machine = {
-    "nproc": run("nproc"),
-    "cpu_model": cpu_model,
-    "memory": f"{total_kib / 1024 / 1024:.1f} GiB",
-    "load_average": " ".join(f"{value:.2f}" for value in os.getloadavg()),
-    "rustc": run("rustc", "--version"),
-    "reclaim_commit": commit,
-}
-with open(path, "w") as file:
-    json.dump(machine, file)
-PYTHON
+python3 "$here/machine.py" "$repository" >"$work/machine.json"
 
 say "PyTorch recipe, $epochs epoch(s)"
 timed "$work/pytorch.time" "$venv/bin/python" "$here/pytorch_recipe.py" --epochs "$epochs" \
