@@ -57,17 +57,7 @@ trap 'rm -rf "$work"' EXIT
 
 # Burn's MnistDataset reads $XDG_CACHE_HOME/burn-dataset/mnist/{train,test}/ and downloads
 # what is missing: fill it from the vendored files.
-python3 - "$repository/data/mnist" "$work/cache/burn-dataset/mnist" <<'PYTHON'
-import gzip, os, shutil, sys
-source, target = sys.argv[1], sys.argv[2]
-for split, prefix in (("train", "train"), ("test", "t10k")):
-    os.makedirs(os.path.join(target, split), exist_ok=True)
-    for kind in ("images-idx3-ubyte", "labels-idx1-ubyte"):
-        name = f"{prefix}-{kind}"
-        with gzip.open(os.path.join(source, name + ".gz")) as packed, \
-                open(os.path.join(target, split, name), "wb") as unpacked:
-            shutil.copyfileobj(packed, unpacked)
-PYTHON
+python3 "$here/burn_cache.py" "$repository/data/mnist" "$work/cache/burn-dataset/mnist"
 
 python3 "$here/machine.py" "$repository" >"$work/machine.json"
 

@@ -165,6 +165,7 @@ fn main() -> anyhow::Result<()> {
         "epoch_training_seconds_mean": figures.epochs.mean_training.as_secs_f64(),
         "epoch_seconds_mean": figures.epochs.mean_with_validation.as_secs_f64(),
         "first_epoch_seconds": figures.epochs.first_with_validation.as_secs_f64(),
+        "training_samples": figures.training_samples,
         "samples_per_second": (figures.training_samples * recipe.epochs) as f64
             / figures.fit.as_secs_f64(),
         "accuracy_percent": figures.accuracy,
