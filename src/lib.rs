@@ -10,8 +10,12 @@
 //! - [`memory`]: the counting allocator, the `/proc` readers and the device pool
 //!   (`reclaim-memory`).
 //! - [`report`]: the figures and text summaries of a run folder (`reclaim-report`).
+//! - [`learner`]: the loader and the model inside burn-train's `Learner` (`reclaim-learner`;
+//!   the `learner` feature).
 
 pub use reclaim_dataset as dataset;
+#[cfg(feature = "learner")]
+pub use reclaim_learner as learner;
 pub use reclaim_loader as loader;
 pub use reclaim_memory as memory;
 pub use reclaim_model as model;

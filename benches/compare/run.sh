@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PyTorch recipe next to `reclaim train`, same settings, one table.
+# The PyTorch recipe and Burn's recipe next to `reclaim train`, same settings, one table.
 #
 #   benches/compare/run.sh [--output FILE] [--keep DIR]
 #
@@ -57,6 +57,11 @@ say "building reclaim (cargo build --release)"
 (cd "$repository" && cargo build --release --bin reclaim >&2)
 reclaim="$repository/target/release/reclaim"
 
+# ---- Burn's recipe: burn-train's Learner on Burn's MnistDataset (benches/compare/learner). ----
+say "building Burn's recipe (cargo build --release in benches/compare/learner)"
+(cd "$here/learner" && CARGO_TARGET_DIR="$repository/target" cargo build --release >&2)
+burn_recipe="$repository/target/release/reclaim-compare-learner"
+
 work="$(mktemp -d "${TMPDIR:-/tmp}/reclaim-compare-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
@@ -70,36 +75,7 @@ timed() { # timed OUTPUT_FILE COMMAND...: runs COMMAND under /usr/bin/time -v wh
 }
 
 # The machine, before anything runs (the load average says whether the timings can be trusted).
-python3 - "$work/machine.json" "$repository" <<'PYTHON'
-import json, os, subprocess, sys
-path, repository = sys.argv[1], sys.argv[2]
-def run(*command):
-    try:
-        return subprocess.run(command, cwd=repository, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-cpu_model = "?"
-with open("/proc/cpuinfo") as cpuinfo:
-    for line in cpuinfo:
-        if line.startswith("model name"):
-            cpu_model = line.split(":", 1)[1].strip()
-            break
-with open("/proc/meminfo") as meminfo:
-    total_kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemTotal:"))
-commit = run("git", "rev-parse", "--short", "HEAD")
-if run("git", "status", "--porcelain", "--untracked-files=no"):
-    commit += " (with uncommitted changes)"
-machine = {
-    "nproc": run("nproc"),
-    "cpu_model": cpu_model,
-    "memory": f"{total_kib / 1024 / 1024:.1f} GiB",
-    "load_average": " ".join(f"{value:.2f}" for value in os.getloadavg()),
-    "rustc": run("rustc", "--version"),
-    "reclaim_commit": commit,
-}
-with open(path, "w") as file:
-    json.dump(machine, file)
-PYTHON
+python3 "$here/machine.py" "$repository" >"$work/machine.json"
 
 say "PyTorch recipe, $epochs epoch(s)"
 timed "$work/pytorch.time" "$venv/bin/python" "$here/pytorch_recipe.py" --epochs "$epochs" \
@@ -111,10 +87,19 @@ timed "$work/reclaim.time" "$reclaim" train --quiet --backend ndarray --epochs "
     --out "$work/reclaim-run" >"$work/reclaim.out"
 cat "$work/reclaim.out" >&2
 
+# Burn's MnistDataset reads $XDG_CACHE_HOME/burn-dataset/mnist/{train,test}/ and downloads what
+# is missing: fill it from the vendored files.
+python3 "$here/burn_cache.py" "$repository/data/mnist" "$work/cache/burn-dataset/mnist"
+say "Burn's recipe, $epochs epoch(s)"
+XDG_CACHE_HOME="$work/cache" timed "$work/burn.time" "$burn_recipe" --pipeline burn \
+    --backend ndarray --epochs "$epochs" --workers 4 --data "$repository/data/mnist" \
+    --out "$work/burn-run" --record "$work/burn.jsonl" >&2
+
 table_arguments=(--pytorch "$work/pytorch.json" --reclaim-run "$work/reclaim-run"
-                 --machine "$work/machine.json")
+                 --burn "$work/burn.jsonl" --machine "$work/machine.json")
 if [[ ${#timer[@]} -gt 0 ]]; then
-    table_arguments+=(--pytorch-time "$work/pytorch.time" --reclaim-time "$work/reclaim.time")
+    table_arguments+=(--pytorch-time "$work/pytorch.time" --reclaim-time "$work/reclaim.time"
+                      --burn-time "$work/burn.time")
 fi
 if [[ -n "$output" ]]; then
     table_arguments+=(--output "$output")

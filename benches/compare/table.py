@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Builds the comparison table from the PyTorch recipe's JSON and a `reclaim train` run folder.
+"""Builds the comparison table from the PyTorch recipe's JSON, a `reclaim train` run folder and,
+optionally, Burn's recipe's JSON line (`learner/`'s job with `--pipeline burn`).
 
 Standard library only (run by the system python3, not the PyTorch virtual environment).
 Called by run.sh; usable on its own to redraw a table from kept files:
 
     python3 benches/compare/table.py --pytorch torch.json --reclaim-run RUN_FOLDER \
-        [--pytorch-time torch.time] [--reclaim-time reclaim.time] [--machine machine.json] [--output FILE]
+        [--pytorch-time torch.time] [--reclaim-time reclaim.time] [--burn burn.jsonl]
+        [--burn-time burn.time] [--machine machine.json] [--output FILE]
 """
 
 import argparse
@@ -142,52 +144,92 @@ def ratio(pytorch, reclaim):
     return f"{pytorch / reclaim:.2f}×"
 
 
-def build_table(pytorch, reclaim, pytorch_time, reclaim_time, machine):
+def burn_side(path):
+    """Burn's recipe: one JSON line of `reclaim-compare-learner --pipeline burn` (learner/)."""
+    records = read_json_lines(path)
+    result = records[-1]
+    names = ["epochs", "epoch_training_seconds_mean", "epoch_seconds_mean", "fit_seconds",
+             "accuracy_percent", "baseline_rss_bytes", "peak_rss_bytes", "released_rss_bytes",
+             "training_samples"]
+    values = {name: field(result, name, path) for name in names}
+    return {
+        "epochs": values["epochs"],
+        "seconds_per_epoch": values["epoch_training_seconds_mean"],
+        "seconds_per_epoch_with_evaluation": values["epoch_seconds_mean"],
+        "job_seconds": values["fit_seconds"],
+        "samples_per_second": values["training_samples"] / values["epoch_training_seconds_mean"],
+        "test_accuracy": values["accuracy_percent"] / 100,
+        "rss_before_loading": values["baseline_rss_bytes"],
+        "rss_trained": None,
+        "peak_rss": values["peak_rss_bytes"],
+        "rss_after_release": values["released_rss_bytes"],
+        "release_steps": [("before loading", values["baseline_rss_bytes"]),
+                          ("everything dropped", values["released_rss_bytes"])],
+        "raw": result,
+    }
+
+
+def build_table(pytorch, reclaim, pytorch_time, reclaim_time, machine, burn=None, burn_time=None):
     def given_back(side):
         if side["rss_trained"] is None:
             return None
         return side["rss_trained"] - side["rss_after_release"]
 
+    sides = [("PyTorch", pytorch, pytorch_time)]
+    if burn is not None:
+        sides.append(("Burn's recipe", burn, burn_time))
+    sides.append(("Reclaim", reclaim, reclaim_time))
     rows = [
-        ("seconds per epoch (training)", seconds, "seconds_per_epoch"),
-        ("seconds per epoch (with evaluation)", seconds, "seconds_per_epoch_with_evaluation"),
-        ("job seconds (training + evaluation, all epochs)", seconds, "job_seconds"),
-        ("samples per second (training)", lambda value: f"{value:,.0f}", "samples_per_second"),
-        ("test accuracy (last epoch)", lambda value: f"{value * 100:.2f}%", "test_accuracy"),
-        ("RSS before loading (after imports)", mib, "rss_before_loading"),
-        ("peak RSS (VmHWM)", mib, "peak_rss"),
-        ("RSS after release", mib, "rss_after_release"),
+        ("seconds per epoch (training)", seconds, lambda side: side["seconds_per_epoch"]),
+        ("seconds per epoch (with evaluation)", seconds,
+         lambda side: side["seconds_per_epoch_with_evaluation"]),
+        ("job seconds (training + evaluation, all epochs)", seconds, lambda side: side["job_seconds"]),
+        ("samples per second (training)", lambda value: "n/a" if value is None else f"{value:,.0f}",
+         lambda side: side["samples_per_second"]),
+        ("test accuracy (last epoch)", lambda value: f"{value * 100:.2f}%", lambda side: side["test_accuracy"]),
+        ("RSS before loading (after imports)", mib, lambda side: side["rss_before_loading"]),
+        ("peak RSS (VmHWM)", mib, lambda side: side["peak_rss"]),
+        ("RSS after release", mib, lambda side: side["rss_after_release"]),
+        ("RSS given back by the release (trained → released)", mib, given_back),
     ]
-    lines = [
-        f"| metric ({pytorch['epochs']} epoch{'' if pytorch['epochs'] == 1 else 's'}) | PyTorch | Reclaim | ratio (PyTorch ÷ Reclaim) |",
-        "|---|---:|---:|---:|",
-    ]
-    for label, formatter, key in rows:
-        lines.append(f"| {label} | {formatter(pytorch[key])} | {formatter(reclaim[key])} | "
-                     f"{ratio(pytorch[key], reclaim[key])} |")
-    lines.append(f"| RSS given back by the release (trained → released) | {mib(given_back(pytorch))} | "
-                 f"{mib(given_back(reclaim))} | {ratio(given_back(pytorch), given_back(reclaim))} |")
-    if pytorch_time and reclaim_time:
-        lines.append(f"| whole process, wall seconds (`/usr/bin/time`) | {seconds(pytorch_time['wall_seconds'])} | "
-                     f"{seconds(reclaim_time['wall_seconds'])} | "
-                     f"{ratio(pytorch_time['wall_seconds'], reclaim_time['wall_seconds'])} |")
-        lines.append(f"| whole process, maximum RSS, exit included (`/usr/bin/time`) | {mib(pytorch_time['max_rss_bytes'])} | "
-                     f"{mib(reclaim_time['max_rss_bytes'])} | "
-                     f"{ratio(pytorch_time['max_rss_bytes'], reclaim_time['max_rss_bytes'])} |")
+    if all(time for _, _, time in sides):
+        rows.append(("whole process, wall seconds (`/usr/bin/time`)", seconds,
+                     lambda side: side["time"]["wall_seconds"]))
+        rows.append(("whole process, maximum RSS, exit included (`/usr/bin/time`)", mib,
+                     lambda side: side["time"]["max_rss_bytes"]))
+    columns = [dict(side, time=time) for _, side, time in sides]
+    names = [name for name, _, _ in sides]
+    header = (f"| metric ({pytorch['epochs']} epoch{'' if pytorch['epochs'] == 1 else 's'}) | "
+              + " | ".join(names) + " | " + " | ".join(f"ratio ({name} ÷ Reclaim)" for name in names[:-1]) + " |")
+    lines = [header, "|---|" + "---:|" * (2 * len(names) - 1)]
+    for label, formatter, value_of in rows:
+        values = [value_of(column) for column in columns]
+        cells = [formatter(value) for value in values]
+        ratios = [ratio(value, values[-1]) for value in values[:-1]]
+        lines.append(f"| {label} | " + " | ".join(cells + ratios) + " |")
 
-    text = ["## PyTorch recipe vs `reclaim train`", "", *lines, "",
-            "Ratios are PyTorch ÷ Reclaim: above 1 for seconds and memory, PyTorch takes more; "
-            "above 1 for samples per second, PyTorch is faster.", ""]
-    for name, side in (("PyTorch", pytorch), ("Reclaim", reclaim)):
+    title = "## PyTorch recipe" + (", Burn's recipe" if burn is not None else "") + " vs `reclaim train`"
+    text = [title, "", *lines, "",
+            "Ratios are the other side ÷ Reclaim: above 1 for seconds and memory, the other side takes more; "
+            "above 1 for samples per second, the other side is faster.", ""]
+    for name, side, _ in sides:
         text.append(f"{name} release steps (RSS): "
                     + " → ".join(f"{step} {mib(rss)}" for step, rss in side["release_steps"]))
         text.append("")
     raw = pytorch["raw"]
-    text.append("Settings, both sides: batch 64, shuffle, SGD lr 0.01, seed 42, MLP 784-128-ReLU-10, "
-                "pixels scaled to [0, 1], test evaluation after each epoch (PyTorch: batches of 1000), "
-                "the vendored data/mnist. Reclaim: ndarray backend, no loader workers; PyTorch: "
-                f"DataLoader without workers, {raw.get('torch_num_threads', '?')} torch threads "
-                "(torch's default).")
+    text.append("Settings, all sides: batch 64, shuffle, SGD lr 0.01, seed 42, MLP 784-128-ReLU-10, "
+                "test evaluation after each epoch, the vendored data/mnist. PyTorch: pixels scaled to [0, 1], "
+                f"DataLoader without workers, {raw.get('torch_num_threads', '?')} torch threads (torch's default), "
+                "evaluation in batches of 1000. Reclaim: `reclaim train`, ndarray backend, no loader workers, "
+                "pixels scaled to [0, 1].")
+    if burn is not None:
+        braw = burn["raw"]
+        text.append(f"Burn's recipe: burn-train's `Learner` with Burn 0.22.1's `MnistDataset` + "
+                    f"`DataLoaderBuilder` + the batcher of Burn's MNIST example (pixels normalized with "
+                    f"MNIST's mean and deviation), {braw.get('workers', '?')} loader workers (the example's "
+                    f"default), {braw.get('backend', '?')} backend, the same `SimpleNn`; its job seconds are "
+                    "the `Learner`'s fit, its RSS after release is after the datasets, loaders, learner and "
+                    "model are dropped (`benches/compare/learner/`).")
     text.append("")
     if machine:
         text.append(f"Machine: {machine.get('cpu_model', '?')}, {machine.get('nproc', '?')} CPUs (nproc), "
@@ -218,6 +260,8 @@ def main():
     parser.add_argument("--reclaim-run", required=True, help="the run folder of `reclaim train --out`")
     parser.add_argument("--pytorch-time", help="/usr/bin/time -v output of the PyTorch process")
     parser.add_argument("--reclaim-time", help="/usr/bin/time -v output of the Reclaim process")
+    parser.add_argument("--burn", help="the JSON line of Burn's recipe (learner/ --pipeline burn)")
+    parser.add_argument("--burn-time", help="/usr/bin/time -v output of Burn's recipe's process")
     parser.add_argument("--machine", help="JSON describing the machine and versions (run.sh writes it)")
     parser.add_argument("--output", help="also write the table to this file")
     arguments = parser.parse_args()
@@ -227,9 +271,14 @@ def main():
         if pytorch["epochs"] != reclaim["epochs"]:
             raise InputError(f"{arguments.pytorch}: {pytorch['epochs']} epochs, but "
                              f"{arguments.reclaim_run} has {reclaim['epochs']}")
+        burn = burn_side(arguments.burn) if arguments.burn else None
+        if burn is not None and burn["epochs"] != reclaim["epochs"]:
+            raise InputError(f"{arguments.burn}: {burn['epochs']} epochs, but "
+                             f"{arguments.reclaim_run} has {reclaim['epochs']}")
         machine = read_json(arguments.machine) if arguments.machine else None
         table = build_table(pytorch, reclaim, read_gnu_time(arguments.pytorch_time),
-                            read_gnu_time(arguments.reclaim_time), machine)
+                            read_gnu_time(arguments.reclaim_time), machine,
+                            burn, read_gnu_time(arguments.burn_time))
     except InputError as error:
         print(f"table.py: {error}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::Context;
 use reclaim_dataset::{Family, Split};
@@ -179,7 +180,7 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<Train
 pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
     interrupt::install()?;
     let config = config_from_arguments(&arguments)?;
-    let run = match reclaim_train::train(&config) {
+    let mut run = match reclaim_train::train(&config) {
         Ok(run) => run,
         Err(TrainError::Interrupted { checkpoint, .. }) => {
             return Err(Interrupted {
@@ -194,8 +195,15 @@ pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
         Err(error) => return Err(error.into()),
     };
     // The figures, drawn from the files the run just wrote; the summary still ends the output
-    // (its last line is the test accuracy) and a drawing failure is reported after it.
+    // (its last line is the test accuracy) and a drawing failure is reported after it. Their
+    // time is a phase of the job: added to `phases.json`.
+    let drawing_started = Instant::now();
     let figures = reclaim_report::draw_run_plots(&run.run_folder);
+    run.phases
+        .add_figures(drawing_started.elapsed().as_secs_f64());
+    run.phases
+        .write_to(&run.run_folder)
+        .context("recording the figures' time in phases.json")?;
     if let Ok(figures) = &figures {
         println!(
             "figures: {} and {} (also as .png; redraw with `reclaim report {}`)",

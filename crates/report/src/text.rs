@@ -51,9 +51,10 @@ pub fn run_summary(run: &TrainRun) -> String {
         text,
         "peak loader memory {}, whole job {:.2} s, run folder {}",
         HumanBytes(run.peak_loader_bytes),
-        run.total_seconds,
+        run.phases.total,
         run.run_folder.display()
     );
+    let _ = writeln!(text, "time by phase: {}", run.phases);
     if let Some(accuracy) = run.final_test_accuracy() {
         let _ = writeln!(text, "test accuracy {:.2}%", accuracy * 100.0);
     }
@@ -64,7 +65,7 @@ pub fn run_summary(run: &TrainRun) -> String {
 mod tests {
     use super::*;
     use reclaim_memory::MemorySnapshot;
-    use reclaim_train::{ReleaseReport, ReleaseStage};
+    use reclaim_train::{PhaseSeconds, ReleaseReport, ReleaseStage};
 
     fn epoch(number: usize, accuracy: f64) -> EpochMetrics {
         EpochMetrics {
@@ -104,7 +105,13 @@ mod tests {
             epochs: vec![epoch(1, 0.8512), epoch(2, 0.8942)],
             final_weights_path: "runs/example/model.bpk".into(),
             release,
-            total_seconds: 12.5,
+            total_seconds: 12.0,
+            phases: PhaseSeconds {
+                training: 10.0,
+                figures: Some(0.5),
+                total: 12.5,
+                ..PhaseSeconds::default()
+            },
             peak_loader_bytes: 3 * 1024 * 1024 / 2,
             run_folder: "runs/example".into(),
         };
@@ -123,6 +130,12 @@ mod tests {
             summary.contains(
                 "peak loader memory 1.50 MiB, whole job 12.50 s, run folder runs/example\n"
             ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("time by phase: start-up 0.000 s · ")
+                && summary.contains("training 10.000 s · ")
+                && summary.contains("figures 0.500 s · other 2.000 s · total 12.500 s\n"),
             "{summary}"
         );
         let accuracy = run.final_test_accuracy().unwrap();

@@ -25,11 +25,13 @@ pub enum RunFile {
     ReleaseTable,
     /// `release.json`: the release report ([`ReleaseReport`](crate::ReleaseReport)).
     ReleaseReport,
+    /// `phases.json`: where the run's time went ([`PhaseSeconds`](crate::PhaseSeconds)).
+    Phases,
 }
 
 impl RunFile {
     /// Every run file.
-    pub const ALL: [RunFile; 7] = [
+    pub const ALL: [RunFile; 8] = [
         RunFile::EpochMetrics,
         RunFile::StepMetrics,
         RunFile::MemoryTimeline,
@@ -37,6 +39,7 @@ impl RunFile {
         RunFile::FinalWeights,
         RunFile::ReleaseTable,
         RunFile::ReleaseReport,
+        RunFile::Phases,
     ];
 
     /// The file's name inside the run folder (`"metrics.jsonl"`).
@@ -49,6 +52,7 @@ impl RunFile {
             RunFile::FinalWeights => "model.bpk",
             RunFile::ReleaseTable => "release.md",
             RunFile::ReleaseReport => "release.json",
+            RunFile::Phases => "phases.json",
         }
     }
 

@@ -38,6 +38,7 @@ mod checkpoint;
 mod error;
 mod files;
 mod metrics;
+mod phases;
 mod release;
 mod run_folder;
 mod storage;
@@ -62,6 +63,7 @@ pub use reclaim_memory::{
     CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
     peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
+pub use phases::PhaseSeconds;
 pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
 pub use run_folder::{RunFolderLock, RunFolderOwner};
 pub use storage::DatasetStorage;

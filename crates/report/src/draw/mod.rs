@@ -132,7 +132,10 @@ fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, String> {
     let mut encoder = png::Encoder::new(&mut bytes, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::High);
+    // `Fast` (fdeflate, tuned for PNG): the figures are drawn at the end of every run, and
+    // `High` spent a measurable share of `reclaim train`'s time in deflate for slightly
+    // smaller files (the `figures` phase of `phases.json`; docs/benchmarks.md).
+    encoder.set_compression(png::Compression::Fast);
     let mut writer = encoder.write_header().map_err(describe)?;
     writer.write_image_data(rgb).map_err(describe)?;
     writer.finish().map_err(describe)?;

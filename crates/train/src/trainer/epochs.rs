@@ -18,6 +18,7 @@ use super::evaluation::evaluate_source;
 use super::measurement::RunMeasurement;
 use super::resume::{MetricsWriters, RunProgress, TrainingState};
 use crate::checkpoint::{CheckpointState, PartialEpoch, save_checkpoint};
+use crate::phases::{PhaseSeconds, seconds_since};
 use crate::run_folder::PreviousRun;
 use crate::{EpochMetrics, ReleaseStage, StepMetrics, TrainError};
 
@@ -59,6 +60,8 @@ pub(super) struct EpochRun<'run> {
     /// here, not in [`RunProgress`], so that its path is freed with the `EpochRun`, before the
     /// release is measured.
     pub last_checkpoint: Option<PathBuf>,
+    /// The training, evaluation and checkpoint seconds of this call, added up as they pass.
+    pub phases: PhaseSeconds,
 }
 
 /// Trains on `splits.train` from where `run.progress` stands to the last epoch, evaluating on
@@ -111,7 +114,12 @@ fn run_one_epoch<'scope, 'dataset: 'scope>(
 
     let epoch = loader.resume(scope, &run.progress.loader_state)?;
     let totals = EpochTotals::resumed(run.progress.partial_epoch.take());
+    let training_started = Instant::now();
+    let checkpoint_seconds_before = run.phases.checkpoints;
     let (state, totals) = train_on_batches(run, &epoch, number, &bar, state, totals)?;
+    // The checkpoints within the epoch are their own phase.
+    run.phases.training += seconds_since(training_started)
+        - (run.phases.checkpoints - checkpoint_seconds_before);
     let next_state = epoch.state().next_epoch();
     drop(epoch);
     run.training_device
@@ -236,6 +244,7 @@ fn save_run_checkpoint(
     loader_state: LoaderState,
     partial_epoch: Option<PartialEpoch>,
 ) -> Result<PathBuf, TrainError> {
+    let started = Instant::now();
     let path = save_checkpoint(
         &run.config.run_folder,
         &state.model,
@@ -253,6 +262,7 @@ fn save_run_checkpoint(
     if let Some(previous) = run.previous_run.take() {
         previous.discard()?;
     }
+    run.phases.checkpoints += seconds_since(started);
     Ok(path)
 }
 
@@ -373,7 +383,8 @@ fn evaluate_epoch(
         run.config.model.number_of_classes,
         run.device,
     )?;
-    let evaluation_seconds = evaluation_started.elapsed().as_secs_f64();
+    let evaluation_seconds = seconds_since(evaluation_started);
+    run.phases.evaluation += evaluation_seconds;
     let memory = run.measurement.mark(format!("epoch {number} evaluated"));
     Ok(EpochMetrics {
         epoch: number,

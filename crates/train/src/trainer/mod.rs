@@ -33,6 +33,7 @@ pub use config::{
 };
 pub use evaluation::{Evaluation, evaluate_weights};
 
+use crate::phases::{PhaseSeconds, seconds_since};
 use crate::release::ReleaseReport;
 use crate::{EpochMetrics, TrainError};
 use epochs::EpochRun;
@@ -50,6 +51,8 @@ pub struct TrainRun {
     pub release: ReleaseReport,
     /// Wall-clock seconds of the whole call, opening and release included.
     pub total_seconds: f64,
+    /// The same seconds, phase by phase (also in the run folder's `phases.json`).
+    pub phases: PhaseSeconds,
     /// Peak bytes held by the training loader's buffers and queue.
     pub peak_loader_bytes: u64,
     /// The run folder.
@@ -84,12 +87,16 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         final_weights_path,
         lock,
         mut previous_run,
+        warm_up_seconds,
     } = resume::prepare_or_resume(config)?;
     let trained = (|| {
         // Everything the measurement itself needs exists from here on: the baseline.
         let mut measurement = RunMeasurement::start_at_baseline(config, &device)?;
         let state = TrainingState::fresh_or_resumed(config, &training_device, resumed.as_ref())?;
+        let start_up = seconds_since(started) - warm_up_seconds;
+        let opening_started = Instant::now();
         let splits = config.storage.open_splits(&config.data_folder)?;
+        let dataset_opening = seconds_since(opening_started);
         measurement.mark("dataset opened");
         let mut epoch_run = EpochRun {
             config,
@@ -101,14 +108,22 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
             measurement: &mut measurement,
             previous_run: &mut previous_run,
             last_checkpoint: resumed.as_ref().map(|point| point.path.clone()),
+            phases: PhaseSeconds {
+                start_up,
+                warm_up: warm_up_seconds,
+                dataset_opening,
+                ..PhaseSeconds::default()
+            },
         };
         let (state, peak_loader_bytes) = epochs::train_epochs(&mut epoch_run, &splits, state)?;
+        let phases = epoch_run.phases;
         // Frees what the epochs held (the newest checkpoint's path) before the release.
         drop(epoch_run);
+        let release_started = Instant::now();
         release::release_in_order(splits, state, &mut measurement, &final_weights_path)?;
-        Ok((measurement, peak_loader_bytes))
+        Ok((measurement, peak_loader_bytes, phases, release_started))
     })();
-    let (measurement, peak_loader_bytes) = match trained {
+    let (measurement, peak_loader_bytes, mut phases, release_started) = match trained {
         Ok(trained) => trained,
         Err(error) => {
             // Failed before its first checkpoint: the run an overwrite set aside comes back.
@@ -122,12 +137,16 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
     };
     drop(writers);
     let release = measurement.finish(&config.run_folder)?;
+    phases.release = seconds_since(release_started);
+    phases.total = seconds_since(started);
+    phases.write_to(&config.run_folder)?;
     drop(lock);
     Ok(TrainRun {
         epochs: progress.epoch_metrics,
         final_weights_path,
         release,
-        total_seconds: started.elapsed().as_secs_f64(),
+        total_seconds: phases.total,
+        phases,
         peak_loader_bytes: peak_loader_bytes as u64,
         run_folder: config.run_folder.clone(),
     })

@@ -5,6 +5,7 @@
 //! and optimizer, fresh or from the checkpoint.
 
 use std::path::PathBuf;
+use std::time::Instant;
 
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
@@ -19,6 +20,7 @@ use crate::checkpoint::{
 };
 use crate::files::write_file_atomically;
 use crate::metrics::{JsonLinesWriter, read_json_lines};
+use crate::phases::seconds_since;
 use crate::run_folder::{PreviousRun, RunFolderLock, run_entries, settle_interrupted_overwrite};
 use crate::{EpochMetrics, RunFile, StepMetrics, TrainError};
 
@@ -44,6 +46,8 @@ pub(super) struct PreparedRun {
     pub lock: RunFolderLock,
     /// The run an overwrite set aside, until this run's first checkpoint.
     pub previous_run: Option<PreviousRun>,
+    /// How long the warm-up took.
+    pub warm_up_seconds: f64,
 }
 
 /// A checkpoint a resumed run continues from: its folder and state.
@@ -97,7 +101,9 @@ pub(super) fn prepare_or_resume(config: &TrainConfig) -> Result<PreparedRun, Tra
 
     device.seed(config.seed);
     let training_device = device.clone().autodiff();
+    let warm_up_started = Instant::now();
     warm_up(&training_device, &device, config, &dataset)?;
+    let warm_up_seconds = seconds_since(warm_up_started);
     device.seed(config.seed);
 
     let identity = config.identity(dataset.fingerprint);
@@ -114,6 +120,7 @@ pub(super) fn prepare_or_resume(config: &TrainConfig) -> Result<PreparedRun, Tra
         final_weights_path: RunFile::FinalWeights.path_in(&config.run_folder),
         lock,
         previous_run,
+        warm_up_seconds,
     })
 }
 
