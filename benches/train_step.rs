@@ -41,7 +41,8 @@ struct Stepper {
 
 impl Stepper {
     fn new(device: Device, batch_size: usize) -> Self {
-        let images = Tensor::<2>::random([batch_size, 784], Distribution::Uniform(0.0, 1.0), &device);
+        let images =
+            Tensor::<2>::random([batch_size, 784], Distribution::Uniform(0.0, 1.0), &device);
         let labels: Vec<i64> = (0..batch_size).map(|index| (index % 10) as i64).collect();
         let labels = Tensor::<1, Int>::from_ints(labels.as_slice(), &device);
         Self {
@@ -55,7 +56,10 @@ impl Stepper {
 
     /// One step: forward, cross-entropy, backward, SGD, then a device sync.
     fn step(&mut self) {
-        let model = self.model.take().expect("the model is put back after each step");
+        let model = self
+            .model
+            .take()
+            .expect("the model is put back after each step");
         let loss = model.loss(model.forward(self.images.clone()), self.labels.clone());
         let gradients = GradientsParams::from_grads(loss.backward(), &model);
         self.model = Some(self.optimizer.step(0.01, model, gradients));
@@ -92,10 +96,11 @@ fn train_step(criterion: &mut Criterion) {
             let device: Device = backend.device().expect("compiled backend").autodiff();
             let mut stepper = Stepper::new(device, batch_size);
             let allocations = stepper.allocations_per_step();
-            eprintln!("{} batch {batch_size}: {allocations:.1} allocations per step", backend.name());
-            group.bench_function(backend.name(), |bencher| {
-                bencher.iter(|| stepper.step())
-            });
+            eprintln!(
+                "{} batch {batch_size}: {allocations:.1} allocations per step",
+                backend.name()
+            );
+            group.bench_function(backend.name(), |bencher| bencher.iter(|| stepper.step()));
         }
         group.finish();
     }

@@ -147,6 +147,10 @@ mod tests {
         unsafe { CountingAllocator.dealloc(pointer, grown) };
         assert_eq!(live_heap_bytes(), Some(0));
         assert_eq!(peak_heap_bytes(), Some(8192), "the peak stays");
-        assert_eq!(allocation_count(), Some(2), "the realloc counts, the dealloc does not");
+        assert_eq!(
+            allocation_count(),
+            Some(2),
+            "the realloc counts, the dealloc does not"
+        );
     }
 }

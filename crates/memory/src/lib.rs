@@ -38,8 +38,8 @@ mod process;
 mod snapshot;
 
 pub use allocator::{
-    allocation_count,
-    CountingAllocator, live_heap_bytes, peak_heap_bytes, wait_for_steady_live_heap,
+    CountingAllocator, allocation_count, live_heap_bytes, peak_heap_bytes,
+    wait_for_steady_live_heap,
 };
 pub use process::{mapped_bytes_of, mapped_bytes_under, resident_bytes};
 pub use snapshot::MemorySnapshot;

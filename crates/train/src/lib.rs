@@ -56,6 +56,7 @@ pub use checkpoint::{
 pub use error::TrainError;
 pub use files::RunFile;
 pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
+pub use phases::PhaseSeconds;
 /// Bar or nothing on the terminal while training ([`TrainConfig::progress`]); defined in
 /// reclaim-dataset, where downloads use it too.
 pub use reclaim_dataset::ProgressDisplay;
@@ -63,7 +64,6 @@ pub use reclaim_memory::{
     CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
     peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
 };
-pub use phases::PhaseSeconds;
 pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
 pub use run_folder::{RunFolderLock, RunFolderOwner};
 pub use storage::DatasetStorage;

@@ -153,12 +153,22 @@ mod tests {
     fn the_line_names_every_phase_in_order_and_ends_with_the_total() {
         let line = phases().to_string();
         let names = [
-            "start-up", "warm-up", "dataset opening", "training", "evaluation", "checkpoints",
-            "release", "other", "total",
+            "start-up",
+            "warm-up",
+            "dataset opening",
+            "training",
+            "evaluation",
+            "checkpoints",
+            "release",
+            "other",
+            "total",
         ];
         let positions: Vec<usize> = names
             .iter()
-            .map(|name| line.find(name).unwrap_or_else(|| panic!("{name} missing: {line}")))
+            .map(|name| {
+                line.find(name)
+                    .unwrap_or_else(|| panic!("{name} missing: {line}"))
+            })
             .collect();
         assert!(positions.windows(2).all(|pair| pair[0] < pair[1]), "{line}");
         assert!(line.ends_with("total 2.000 s"), "{line}");
@@ -171,6 +181,9 @@ mod tests {
         let mut written = phases();
         written.add_figures(0.25);
         written.write_to(folder.path()).unwrap();
-        assert_eq!(PhaseSeconds::read_from(folder.path()).unwrap(), Some(written));
+        assert_eq!(
+            PhaseSeconds::read_from(folder.path()).unwrap(),
+            Some(written)
+        );
     }
 }

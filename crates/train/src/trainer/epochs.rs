@@ -118,8 +118,8 @@ fn run_one_epoch<'scope, 'dataset: 'scope>(
     let checkpoint_seconds_before = run.phases.checkpoints;
     let (state, totals) = train_on_batches(run, &epoch, number, &bar, state, totals)?;
     // The checkpoints within the epoch are their own phase.
-    run.phases.training += seconds_since(training_started)
-        - (run.phases.checkpoints - checkpoint_seconds_before);
+    run.phases.training +=
+        seconds_since(training_started) - (run.phases.checkpoints - checkpoint_seconds_before);
     let next_state = epoch.state().next_epoch();
     drop(epoch);
     run.training_device
