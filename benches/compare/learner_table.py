@@ -11,40 +11,28 @@ ratio is Burn's median ÷ Reclaim's.
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import tempfile
+
+# The other table's readers and writer: one copy of each in this folder.
+from table import InputError, field, read_json_lines, write_atomically
 
 MIB = 1024 * 1024
 KIB = 1024
 PIPELINES = ("burn", "reclaim")
 
 
-class InputError(Exception):
-    """A missing or malformed input file, with its path."""
-
-
 def read_jobs(path):
     jobs = {pipeline: [] for pipeline in PIPELINES}
-    try:
-        with open(path) as file:
-            for number, line in enumerate(file, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    job = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InputError(f"{path}: line {number}: not JSON: {error}") from error
-                if job.get("pipeline") not in jobs:
-                    raise InputError(f"{path}: line {number}: unknown pipeline {job.get('pipeline')!r}")
-                jobs[job["pipeline"]].append(job)
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror}") from error
+    for number, job in enumerate(read_json_lines(path), start=1):
+        if job.get("pipeline") not in jobs:
+            raise InputError(f"{path}: record {number}: unknown pipeline {job.get('pipeline')!r}")
+        jobs[job["pipeline"]].append(job)
     for pipeline, runs in jobs.items():
         if not runs:
             raise InputError(f"{path}: no {pipeline} job")
-    settings = {(job["backend"], job["epochs"], job["workers"]) for runs in jobs.values() for job in runs}
+    settings = {tuple(field(job, name, path) for name in ("backend", "epochs", "workers"))
+                for runs in jobs.values() for job in runs}
     if len(settings) != 1:
         raise InputError(f"{path}: the jobs differ in backend, epochs or workers: {sorted(settings)}")
     return jobs, settings.pop()
@@ -129,18 +117,6 @@ def build_table(jobs, settings, machine):
                     f"{machine.get('reclaim_commit', '?')}.")
         text.append("")
     return "\n".join(text)
-
-
-def write_atomically(path, text):
-    folder = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".tmp-")
-    try:
-        with os.fdopen(descriptor, "w") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 def main():
