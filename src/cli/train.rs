@@ -9,7 +9,8 @@ use anyhow::Context;
 use reclaim_dataset::{Family, Split};
 use reclaim_train::{
     BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, PixelScaling, ProgressDisplay,
-    RunFile, StartPolicy, TrainConfig, TrainError, evaluate_weights, latest_checkpoint,
+    RunFile, RunFolderLock, StartPolicy, TrainConfig, TrainError, evaluate_weights,
+    latest_checkpoint,
 };
 
 use super::interrupt::{self, Interrupted};
@@ -196,7 +197,11 @@ pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
     };
     // The figures, drawn from the files the run just wrote; the summary still ends the output
     // (its last line is the test accuracy) and a drawing failure is reported after it. Their
-    // time is a phase of the job: added to `phases.json`.
+    // time is a phase of the job: added to `phases.json`. `train` released the run folder's
+    // lock when it returned; it is taken again for these writes, so that a run started on the
+    // same folder meanwhile is refused (`RunFolderLocked`) rather than written into.
+    let lock = RunFolderLock::acquire(&run.run_folder)
+        .context("the run is trained and saved; taking its folder back to draw the figures")?;
     let drawing_started = Instant::now();
     let figures = reclaim_report::draw_run_plots(&run.run_folder);
     run.phases
@@ -204,6 +209,7 @@ pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
     run.phases
         .write_to(&run.run_folder)
         .context("recording the figures' time in phases.json")?;
+    drop(lock);
     if let Ok(figures) = &figures {
         println!(
             "figures: {} and {} (also as .png; redraw with `reclaim report {}`)",

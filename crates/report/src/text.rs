@@ -105,7 +105,6 @@ mod tests {
             epochs: vec![epoch(1, 0.8512), epoch(2, 0.8942)],
             final_weights_path: "runs/example/model.bpk".into(),
             release,
-            total_seconds: 12.0,
             phases: PhaseSeconds {
                 training: 10.0,
                 figures: Some(0.5),

@@ -72,6 +72,33 @@ pub(crate) fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), Tra
     })
 }
 
+/// Writes `value` as pretty JSON to `file` inside `folder`, atomically.
+pub(crate) fn write_json_file<T: serde::Serialize>(
+    folder: &Path,
+    file: RunFile,
+    value: &T,
+) -> Result<(), TrainError> {
+    let json = serde_json::to_vec_pretty(value).expect("run files serialize");
+    write_file_atomically(&file.path_in(folder), &json)
+}
+
+/// Reads the JSON `file` inside `folder`; `None` when there is no such file. An unreadable or
+/// malformed file is [`TrainError::Io`] naming it.
+pub(crate) fn read_json_file<T: serde::de::DeserializeOwned>(
+    folder: &Path,
+    file: RunFile,
+) -> Result<Option<T>, TrainError> {
+    let path = file.path_in(folder);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(TrainError::io(&path, error)),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|error| TrainError::io(&path, std::io::Error::from(error)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::TrainError;
-use crate::files::{RunFile, write_file_atomically};
+use crate::files::{RunFile, read_json_file, write_json_file};
 
 /// The wall-clock seconds of each phase of one [`train`](crate::train) call, in the order a run
 /// passes them, so that a regression shows where it is. Written to `phases.json` at the end of
@@ -36,7 +36,7 @@ pub struct PhaseSeconds {
     /// does; [`train`](crate::train) itself draws none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<f64>,
-    /// The whole call (and the figures, where drawn).
+    /// The whole call, opening and release included (and the figures, where drawn).
     pub total: f64,
 }
 
@@ -65,22 +65,13 @@ impl PhaseSeconds {
 
     /// Writes `phases.json` into `folder`, atomically.
     pub fn write_to(&self, folder: &Path) -> Result<(), TrainError> {
-        let json = serde_json::to_vec_pretty(self).expect("phase seconds serialize");
-        write_file_atomically(&RunFile::Phases.path_in(folder), &json)
+        write_json_file(folder, RunFile::Phases, self)
     }
 
     /// Reads the `phases.json` in `folder`; `None` when there is none (a run that ended before
     /// its release, or one written before phases were recorded).
     pub fn read_from(folder: &Path) -> Result<Option<Self>, TrainError> {
-        let path = RunFile::Phases.path_in(folder);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(TrainError::io(&path, error)),
-        };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|error| TrainError::io(&path, std::io::Error::from(error)))
+        read_json_file(folder, RunFile::Phases)
     }
 }
 

@@ -7,7 +7,8 @@ use indicatif::HumanBytes;
 use reclaim_memory::MemorySnapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::{RunFile, TrainError, files::write_file_atomically};
+use crate::files::{read_json_file, write_file_atomically, write_json_file};
+use crate::{RunFile, TrainError};
 
 /// A moment of the release, in the order a run passes them: the baseline, the end of training,
 /// then each step of giving memory back (the PyTorch recipe's `del loader; del dataset;
@@ -162,22 +163,13 @@ impl ReleaseReport {
             &RunFile::ReleaseTable.path_in(folder),
             self.to_markdown().as_bytes(),
         )?;
-        let json = serde_json::to_vec_pretty(self).expect("release report serializes");
-        write_file_atomically(&RunFile::ReleaseReport.path_in(folder), &json)
+        write_json_file(folder, RunFile::ReleaseReport, self)
     }
 
     /// Reads the `release.json` that [`ReleaseReport::write_to`] left in `folder`; `None` when
     /// there is none (the run stopped before its release).
     pub fn read_from(folder: &Path) -> Result<Option<Self>, TrainError> {
-        let path = RunFile::ReleaseReport.path_in(folder);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(TrainError::io(&path, error)),
-        };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|error| TrainError::io(&path, std::io::Error::from(error)))
+        read_json_file(folder, RunFile::ReleaseReport)
     }
 }
 

@@ -49,9 +49,8 @@ pub struct TrainRun {
     pub final_weights_path: PathBuf,
     /// Memory at each step of the release.
     pub release: ReleaseReport,
-    /// Wall-clock seconds of the whole call, opening and release included.
-    pub total_seconds: f64,
-    /// The same seconds, phase by phase (also in the run folder's `phases.json`).
+    /// Wall-clock seconds of the whole call, phase by phase, and in all (`phases.total`);
+    /// also in the run folder's `phases.json`.
     pub phases: PhaseSeconds,
     /// Peak bytes held by the training loader's buffers and queue.
     pub peak_loader_bytes: u64,
@@ -145,7 +144,6 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         epochs: progress.epoch_metrics,
         final_weights_path,
         release,
-        total_seconds: phases.total,
         phases,
         peak_loader_bytes: peak_loader_bytes as u64,
         run_folder: config.run_folder.clone(),
