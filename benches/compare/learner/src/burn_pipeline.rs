@@ -38,13 +38,10 @@ pub fn run(recipe: Recipe, out: &Path, device: &Device) -> anyhow::Result<JobFig
     let model = BurnBatchMlp {
         network: initial_network(device),
     };
-    let (fit, epochs, accuracy) = fit(learner(model, recipe), (training, validation), recipe, out)?;
     Ok(JobFigures {
         setup,
-        fit,
-        epochs,
         training_samples,
-        accuracy,
+        fit: fit(learner(model, recipe), (training, validation), recipe, out)?,
     })
 }
 

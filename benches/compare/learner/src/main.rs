@@ -78,16 +78,17 @@ struct Arguments {
     /// The backend (one CPU device).
     #[arg(long, value_enum, default_value = "ndarray")]
     backend: Backend,
-    /// Training epochs (validation on the test split after each).
-    #[arg(long, default_value_t = 2)]
-    epochs: usize,
-    /// Loader worker threads, the same for both pipelines.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
+    /// Training epochs (validation on the test split after each), at least 1.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    epochs: u32,
+    /// Loader worker threads, the same for both pipelines (at most Reclaim's
+    /// `LoaderConfig::MAX_WORKERS`, 1024).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(0..=1024))]
+    workers: u16,
     /// Reclaim's MNIST folder (the vendored `data/mnist`).
     #[arg(long)]
     data: PathBuf,
-    /// burn-train's run folder (emptied first).
+    /// burn-train's run folder: new or empty.
     #[arg(long)]
     out: PathBuf,
     /// Also append the JSON object, as one line, to this file (burn-train prints its summary on
@@ -111,12 +112,18 @@ struct Recipe {
 struct JobFigures {
     /// Opening the datasets and building the loaders.
     setup: Duration,
+    training_samples: usize,
+    fit: FitFigures,
+}
+
+/// What the `Learner`'s fit measured.
+#[derive(Debug)]
+struct FitFigures {
     /// `launch` of the `Learner`, both splits of every epoch.
-    fit: Duration,
+    duration: Duration,
     /// The epochs' durations, from the clock on the loaders (scalars: nothing of the job's is
     /// left on the heap when the release is measured).
     epochs: EpochSummary,
-    training_samples: usize,
     /// Validation accuracy after the last epoch, in percent, as burn-train logged it.
     accuracy: f64,
 }
@@ -124,8 +131,8 @@ struct JobFigures {
 fn main() -> anyhow::Result<()> {
     let arguments = Arguments::parse();
     let recipe = Recipe {
-        epochs: arguments.epochs,
-        workers: arguments.workers,
+        epochs: arguments.epochs as usize,
+        workers: usize::from(arguments.workers),
         batch_size: 64,
         seed: 42,
         learning_rate: 0.01,
@@ -135,7 +142,7 @@ fn main() -> anyhow::Result<()> {
         .data
         .canonicalize()
         .with_context(|| format!("--data {}: no such folder", arguments.data.display()))?;
-    fresh_folder(&arguments.out)?;
+    new_run_folder(&arguments.out)?;
 
     let warm_up_folder = arguments.out.join("warm-up");
     match arguments.pipeline {
@@ -161,14 +168,14 @@ fn main() -> anyhow::Result<()> {
         "workers": recipe.workers,
         "job_seconds": job.as_secs_f64(),
         "setup_seconds": figures.setup.as_secs_f64(),
-        "fit_seconds": figures.fit.as_secs_f64(),
-        "epoch_training_seconds_mean": figures.epochs.mean_training.as_secs_f64(),
-        "epoch_seconds_mean": figures.epochs.mean_with_validation.as_secs_f64(),
-        "first_epoch_seconds": figures.epochs.first_with_validation.as_secs_f64(),
+        "fit_seconds": figures.fit.duration.as_secs_f64(),
+        "epoch_training_seconds_mean": figures.fit.epochs.mean_training.as_secs_f64(),
+        "epoch_seconds_mean": figures.fit.epochs.mean_with_validation.as_secs_f64(),
+        "first_epoch_seconds": figures.fit.epochs.first_with_validation.as_secs_f64(),
         "training_samples": figures.training_samples,
         "samples_per_second": (figures.training_samples * recipe.epochs) as f64
-            / figures.fit.as_secs_f64(),
-        "accuracy_percent": figures.accuracy,
+            / figures.fit.duration.as_secs_f64(),
+        "accuracy_percent": figures.fit.accuracy,
         "baseline_rss_bytes": baseline.resident_bytes,
         "baseline_heap_bytes": baseline.live_heap_bytes,
         "peak_rss_bytes": released.peak_resident_bytes,
@@ -193,12 +200,22 @@ fn append_line(path: &Path, line: &str) -> anyhow::Result<()> {
     writeln!(file, "{line}").with_context(|| format!("--record {}: cannot write", path.display()))
 }
 
-/// `folder`, emptied (the job owns it).
-fn fresh_folder(folder: &Path) -> anyhow::Result<()> {
-    if folder.exists() {
-        std::fs::remove_dir_all(folder)
-            .with_context(|| format!("--out {}: cannot empty it", folder.display()))?;
-    }
+/// Makes `folder` for the job's run, refusing one that holds anything: the job never deletes
+/// files it did not write (give each job a new folder, as `learner.sh` and `run.sh` do).
+fn new_run_folder(folder: &Path) -> anyhow::Result<()> {
+    let holds_something = match std::fs::read_dir(folder) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
+        Err(error) => {
+            return Err(error)
+                .with_context(|| format!("--out {}: cannot read it", folder.display()));
+        }
+    };
+    anyhow::ensure!(
+        !holds_something,
+        "--out {}: the folder is not empty; give the job a new one",
+        folder.display()
+    );
     std::fs::create_dir_all(folder)
         .with_context(|| format!("--out {}: cannot create it", folder.display()))
 }
@@ -218,7 +235,7 @@ fn fit<M, I: Send + 'static>(
     loaders: (Arc<dyn DataLoader<I>>, Arc<dyn DataLoader<I>>),
     recipe: Recipe,
     out: &Path,
-) -> anyhow::Result<(Duration, EpochSummary, f64)>
+) -> anyhow::Result<FitFigures>
 where
     M: LearnerModel
         + TrainStep<Input = I, Output = ClassificationOutput>
@@ -239,7 +256,11 @@ where
     drop(trained_model(result)?);
     let accuracy = epoch_means(out, "Accuracy")?.valid.last().copied();
     let accuracy = accuracy.context("burn-train logged no validation accuracy")?;
-    Ok((fit, clock.summary(started + fit), accuracy))
+    Ok(FitFigures {
+        duration: fit,
+        epochs: clock.summary(started + fit),
+        accuracy,
+    })
 }
 
 /// SGD (no momentum, no weight decay) at the recipe's learning rate.

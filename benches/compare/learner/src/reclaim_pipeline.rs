@@ -26,13 +26,10 @@ pub fn run(recipe: Recipe, data: &Path, out: &Path, device: &Device) -> anyhow::
     let setup = started.elapsed();
 
     let model = LearnerSimpleNn::new(initial_network(device));
-    let (fit, epochs, accuracy) = fit(learner(model, recipe), loaders, recipe, out)?;
     Ok(JobFigures {
         setup,
-        fit,
-        epochs,
         training_samples,
-        accuracy,
+        fit: fit(learner(model, recipe), loaders, recipe, out)?,
     })
 }
 
