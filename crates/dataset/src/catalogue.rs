@@ -321,7 +321,7 @@ impl DataFolderOrigin {
 
 /// The data folder before the family's subfolder: `argument`, else `RECLAIM_DATA` if set and
 /// not empty, else the workspace's `data/`.
-fn data_root(argument: Option<&Path>) -> (PathBuf, DataFolderOrigin) {
+pub(crate) fn data_root(argument: Option<&Path>) -> (PathBuf, DataFolderOrigin) {
     match argument {
         Some(folder) => (folder.to_path_buf(), DataFolderOrigin::Given),
         None => match std::env::var_os(DATA_FOLDER_VARIABLE) {

@@ -169,6 +169,118 @@ pub enum DatasetError {
         /// The number of classes.
         classes: usize,
     },
+    /// A CIFAR file's length is not a whole, non-zero number of records (an empty file, a
+    /// truncated download, or a file of the other CIFAR variant).
+    #[error(
+        "{path}: {length} bytes is not a whole, non-zero number of {record_length}-byte {variant} records"
+    )]
+    NotWholeRecords {
+        /// The file.
+        path: PathBuf,
+        /// Its length in bytes.
+        length: u64,
+        /// The length of one record of `variant`.
+        record_length: usize,
+        /// The CIFAR variant the file was read as.
+        variant: crate::cifar::CifarVariant,
+    },
+    /// A label byte of a CIFAR record is not below the number of classes of its kind.
+    #[error(
+        "{path}: record {record}: {kind} label {label} is not below the number of {kind} classes ({classes})"
+    )]
+    RecordLabelOutOfRange {
+        /// The file.
+        path: PathBuf,
+        /// The position of the first bad record in that file (from 0).
+        record: usize,
+        /// Which label byte of the record (CIFAR-10's only label is [`crate::CifarLabelKind::Fine`]).
+        kind: crate::cifar::CifarLabelKind,
+        /// Its value.
+        label: u8,
+        /// The number of classes of that kind.
+        classes: usize,
+    },
+    /// Coarse labels were asked of a CIFAR variant that has none (CIFAR-10).
+    #[error("{variant} has no coarse labels (only CIFAR-100 has)")]
+    NoCoarseLabels {
+        /// The variant asked.
+        variant: crate::cifar::CifarVariant,
+    },
+    /// A record given to the CIFAR writer is not a valid record of its variant.
+    #[error("{}{variant} record {index}: {problem}", path_prefix(path.as_ref()))]
+    InvalidCifarRecord {
+        /// The file being written, if any.
+        path: Option<PathBuf>,
+        /// The variant being written.
+        variant: crate::cifar::CifarVariant,
+        /// The position of the record among those given.
+        index: usize,
+        /// What is wrong with it.
+        problem: CifarRecordProblem,
+    },
+    /// A dataset name (e.g. of a `--dataset` option) is not in the catalogue.
+    #[error(
+        "{name:?}: unknown dataset (expected mnist, fashion-mnist, kmnist, cifar-10 or cifar-100)"
+    )]
+    UnknownDatasetName {
+        /// The name as given.
+        name: String,
+    },
+    /// No files of a dataset were found where the data folder points (see
+    /// [`crate::resolve_dataset_folder`]).
+    #[error(
+        "{given}{} (looked in {} and {}): no {dataset} files ({example}, ...)",
+        origin.describe(),
+        given.display(),
+        dataset_folder.display(),
+        example = dataset.example_file_name()
+    )]
+    DatasetFolderNotFound {
+        /// The data folder as given (argument, environment variable or default).
+        given: PathBuf,
+        /// Where that folder came from.
+        origin: crate::catalogue::DataFolderOrigin,
+        /// The dataset's subfolder also looked in.
+        dataset_folder: PathBuf,
+        /// The dataset looked for.
+        dataset: crate::dataset_name::DatasetName,
+    },
+    /// The MD5 of a downloaded or local archive differs from the one published for it.
+    #[error("{path}: MD5 mismatch: expected {expected}, found {actual}")]
+    Md5Mismatch {
+        /// The archive.
+        path: PathBuf,
+        /// The published MD5, lowercase hex.
+        expected: String,
+        /// The MD5 found, lowercase hex.
+        actual: String,
+    },
+    /// Reading a `.tar.gz` archive failed (corrupt, cut short, or not a gzip'd tar).
+    #[error("{path}: cannot read the archive")]
+    Archive {
+        /// The archive.
+        path: PathBuf,
+        /// The decoder's or tar reader's error.
+        source: std::io::Error,
+    },
+    /// An archive entry was refused before anything of it was written.
+    #[error("{archive}: entry {entry:?} refused: {problem}")]
+    UnsafeArchiveEntry {
+        /// The archive.
+        archive: PathBuf,
+        /// The entry's path as stored in the archive (lossily decoded).
+        entry: String,
+        /// Why it was refused.
+        problem: ArchiveEntryProblem,
+    },
+    /// An archive lacks a file the dataset needs (nothing was put in place).
+    #[error("{archive}: no entry {entry:?} in the archive")]
+    ArchiveIncomplete {
+        /// The archive.
+        archive: PathBuf,
+        /// The entry looked for, e.g. `cifar-10-batches-bin/test_batch.bin`.
+        entry: String,
+    },
     /// A shape and data given to the writer do not describe a valid IDX array.
     #[error(
         "{}invalid IDX shape {} for {element_count} elements: {problem}",
@@ -366,6 +478,70 @@ pub enum ShapeProblem {
     ElementCountMismatch {
         /// The product of the dimensions.
         expected: usize,
+    },
+}
+
+/// What is wrong with a record handed to the CIFAR writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CifarRecordProblem {
+    /// The image is not 3 x 32 x 32 = 3072 bytes.
+    #[error("the image has {found} bytes, expected 3072 (3 x 32 x 32)")]
+    ImageLength {
+        /// The length given.
+        found: usize,
+    },
+    /// A label is not below the number of classes of its kind.
+    #[error("{kind} label {label} is not below the number of {kind} classes ({classes})")]
+    LabelOutOfRange {
+        /// Which label.
+        kind: crate::cifar::CifarLabelKind,
+        /// Its value.
+        label: u8,
+        /// The number of classes of that kind.
+        classes: usize,
+    },
+    /// A CIFAR-100 record without a coarse label.
+    #[error("a CIFAR-100 record needs a coarse label")]
+    CoarseLabelMissing,
+    /// A CIFAR-10 record with a coarse label (CIFAR-10 has none).
+    #[error("a CIFAR-10 record has no coarse label")]
+    CoarseLabelNotInVariant,
+}
+
+/// Why an archive entry was refused (see [`DatasetError::UnsafeArchiveEntry`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArchiveEntryProblem {
+    /// The path is absolute (or has a drive prefix): it would be written outside the folder.
+    #[error("absolute path")]
+    AbsolutePath,
+    /// The path has a `..` component: it could climb out of the folder.
+    #[error("a `..` component")]
+    ParentComponent,
+    /// A symbolic or hard link: it could point outside the folder.
+    #[error("a link")]
+    Link,
+    /// A device, FIFO or other special entry.
+    #[error("not a regular file or folder")]
+    SpecialFile,
+    /// Larger than [`crate::ExtractionLimits::maximum_entry_bytes`].
+    #[error("larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The entries so far add up to more than [`crate::ExtractionLimits::maximum_total_bytes`].
+    #[error("the archive's files add up to more than the limit of {limit} bytes")]
+    TotalTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// More entries than [`crate::ExtractionLimits::maximum_entries`].
+    #[error("more than {limit} entries")]
+    TooManyEntries {
+        /// The limit.
+        limit: usize,
     },
 }
 

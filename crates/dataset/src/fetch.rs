@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::atomic::AtomicFile;
 use crate::catalogue::{CatalogueFile, Family, Split};
 use crate::checksum::{check_catalogue_shape, verify_file};
+use crate::dataset_name::DatasetName;
 use crate::error::{DatasetError, MirrorAttempt, Result};
 use crate::gz::{
     CACHE_FOLDER_NAME, copy_validated_idx, decompress_gz_cached, decompress_validated,
@@ -122,15 +123,28 @@ impl FetchOptions {
     /// one in the `RECLAIM_MIRROR` environment variable (if set and not empty), then the family's
     /// standard mirrors. A progress bar is shown.
     pub fn for_family(family: Family, local_mirror: Option<&str>) -> Result<Self> {
-        let mut mirrors = Vec::new();
-        let from_environment = std::env::var(MIRROR_VARIABLE).ok();
-        let local = local_mirror.or(from_environment.as_deref().filter(|text| !text.is_empty()));
-        if let Some(text) = local {
-            mirrors.push(Mirror::parse(text)?);
-        }
+        let mut mirrors = local_mirror_list(local_mirror)?;
         for base in family.mirrors() {
             mirrors.push(Mirror::Http((*base).to_owned()));
         }
+        Ok(FetchOptions {
+            mirrors,
+            progress: ProgressDisplay::Bar,
+            ..FetchOptions::only(Vec::new())
+        })
+    }
+
+    /// The default mirror list for any dataset of the catalogue: as [`FetchOptions::for_family`]
+    /// for the MNIST family; for CIFAR, the local mirror (`local_mirror`, else `RECLAIM_MIRROR`
+    /// if set and not empty), then the archive's standard location. A progress bar is shown.
+    pub fn for_dataset(dataset: DatasetName, local_mirror: Option<&str>) -> Result<Self> {
+        let standard: &[&str] = match (dataset.family(), dataset.cifar_variant()) {
+            (Some(family), _) => family.mirrors(),
+            (None, Some(variant)) => variant.archive().mirrors,
+            (None, None) => &[],
+        };
+        let mut mirrors = local_mirror_list(local_mirror)?;
+        mirrors.extend(standard.iter().map(|base| Mirror::Http((*base).to_owned())));
         Ok(FetchOptions {
             mirrors,
             progress: ProgressDisplay::Bar,
@@ -155,6 +169,14 @@ impl FetchOptions {
             .as_ref()
             .is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
+}
+
+/// The local mirror given, else the one in `RECLAIM_MIRROR` (if set and not empty), parsed; or
+/// none.
+fn local_mirror_list(local_mirror: Option<&str>) -> Result<Vec<Mirror>> {
+    let from_environment = std::env::var(MIRROR_VARIABLE).ok();
+    let local = local_mirror.or(from_environment.as_deref().filter(|text| !text.is_empty()));
+    local.map(Mirror::parse).into_iter().collect()
 }
 
 /// Where a fetched file came from.
@@ -279,13 +301,13 @@ fn http_error(url: &str, error: ureq::Error, limits: &DownloadLimits) -> Dataset
 }
 
 /// A source opened on one mirror: its deliveries, whether it is gzip, and its name.
-struct OpenedSource {
+pub(crate) struct OpenedSource {
     deliveries: Receiver<Delivery>,
     compressed: bool,
     description: String,
 }
 
-fn open_source(
+pub(crate) fn open_source(
     mirror: &Mirror,
     entry: &CatalogueFile,
     options: &FetchOptions,
@@ -342,7 +364,7 @@ fn open_source(
 /// The template of a download's bar: the file's name, the bar, bytes, rate and time left.
 const DOWNLOAD_TEMPLATE: &str = "{msg:32} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}";
 
-fn progress_bar(options: &FetchOptions, length: Option<u64>, name: &str) -> ProgressBar {
+pub(crate) fn progress_bar(options: &FetchOptions, length: Option<u64>, name: &str) -> ProgressBar {
     let bar = options.progress.progress_bar(length, DOWNLOAD_TEMPLATE);
     bar.set_message(name.to_owned());
     bar
@@ -403,7 +425,7 @@ impl Watch {
 /// Receives a source's bytes into `file` under the limits and the cancellation flag. Every byte
 /// is written as it arrives (no buffer), so a live download's partial file is never older than
 /// the stall timeout; see [`remove_stale_partial_files`].
-fn receive(
+pub(crate) fn receive(
     source: &OpenedSource,
     file: &mut File,
     file_path: &Path,
@@ -669,6 +691,25 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_cifar_dataset_gets_its_archive_s_location_after_the_local_mirror() {
+        let options = FetchOptions::for_dataset(DatasetName::Cifar100, Some("/local")).unwrap();
+        assert_eq!(
+            options.mirrors,
+            [
+                Mirror::Folder("/local".into()),
+                Mirror::Http("https://www.cs.toronto.edu/~kriz/".into())
+            ]
+        );
+        let mnist = FetchOptions::for_dataset(DatasetName::Mnist, Some("/local")).unwrap();
+        assert_eq!(
+            mnist.mirrors,
+            FetchOptions::for_family(Family::Mnist, Some("/local"))
+                .unwrap()
+                .mirrors
+        );
     }
 
     #[test]

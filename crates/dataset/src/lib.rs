@@ -1,4 +1,5 @@
-//! `reclaim-dataset`: the IDX file format and the MNIST family, with nothing of Burn or batching.
+//! `reclaim-dataset`: the IDX file format and the MNIST family, the CIFAR-10 and CIFAR-100 binary
+//! format, with nothing of Burn or batching.
 //!
 //! - [`IdxArray`]: one IDX file (any of the six element types, rank 1 to 255), validated on open
 //!   (the file's length must be exactly header plus data), either memory-mapped
@@ -29,6 +30,20 @@
 //! - With the cargo feature `fetch` (which implies `progress`): `fetch_family` / `fetch_file`
 //!   download from the mirrors or a local mirror (`RECLAIM_MIRROR`), verify, and write
 //!   atomically.
+//! - [`CifarDataset`]: one split of CIFAR-10 or CIFAR-100 ([`CifarVariant`]) over its record
+//!   files (CIFAR-10's training split is five), mapped ([`CifarDataset::open_mapped`]) or owned
+//!   ([`CifarDataset::open_owned`]), validated on open (a whole, non-zero number of records
+//!   per file; every label in range); images lent as 3072-byte C x H x W slices without a copy;
+//!   CIFAR-100's fine or coarse labels ([`CifarLabelKind`]). [`CifarSplits`]: both splits of a
+//!   folder. [`write_cifar_batch`] / [`encode_cifar`] write the format byte for byte
+//!   ([`CifarRecord`]); [`verify_cifar_file`] / [`verify_cifar_folder`] check files without
+//!   mapping them.
+//! - [`CifarArchive`] (from [`CifarVariant::archive`]): the published `.tar.gz`, its location
+//!   and MD5 ([`verify_cifar_archive`]); [`extract_cifar_archive`] unpacks it atomically,
+//!   refusing absolute paths, `..`, links and special files, within [`ExtractionLimits`]; with
+//!   `fetch`, `fetch_cifar` downloads it (local mirror first) and unpacks it.
+//! - [`DatasetName`]: every dataset of the catalogue (MNIST family and CIFAR), parsed from a
+//!   `--dataset` value; [`resolve_dataset_folder`] / [`default_dataset_folder`] find its folder.
 //! - [`DatasetError`]: the one error type; every variant about a file names it.
 //!
 //! ```
@@ -54,17 +69,37 @@
 //! let array = IdxArray::open_owned(&path)?;
 //! assert_eq!(array.shape(), &[2, 2]);
 //! assert_eq!(array.to_vec::<f32>()?, [0.5, -1.0, 2.0, 3.25]);
+//!
+//! // A CIFAR-100 test split of two records, in the published byte layout.
+//! use reclaim_dataset::{CifarDataset, CifarLabelKind, CifarRecord, CifarVariant, write_cifar_batch};
+//! let red = [255u8; 3072];
+//! let records = [CifarRecord::cifar100(4, 30, &red), CifarRecord::cifar100(19, 99, &red)];
+//! write_cifar_batch(folder.path().join("test.bin"), CifarVariant::Cifar100, &records)?;
+//! // SAFETY: the file is not modified while the dataset is alive.
+//! let cifar = unsafe { CifarDataset::open_mapped(folder.path(), CifarVariant::Cifar100, Split::Test) }?;
+//! assert_eq!((cifar.len(), cifar.channels(), cifar.image_height()), (2, 3, 32));
+//! assert_eq!((cifar.label(1), cifar.coarse_label(1)), (99, Some(19)));
+//! assert_eq!(cifar.image(0), &red);
+//! let coarse = cifar.with_label_kind(CifarLabelKind::Coarse)?;
+//! assert_eq!((coarse.label(0), coarse.number_of_classes()), (4, 20));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod archive;
 mod array;
 mod atomic;
 mod catalogue;
 mod checksum;
+mod cifar;
+mod cifar_dataset;
+mod cifar_writer;
+mod dataset_name;
 mod element;
 mod error;
 #[cfg(feature = "fetch")]
 mod fetch;
+#[cfg(feature = "fetch")]
+mod fetch_archive;
 mod fingerprint;
 mod gz;
 mod header;
@@ -72,9 +107,13 @@ mod image_dataset;
 mod mapping_guard;
 mod open;
 mod progress;
+mod record_file;
 mod splits;
 mod writer;
 
+pub use archive::{
+    ExtractionLimits, extract_cifar_archive, md5_hex, md5_of_file, verify_cifar_archive,
+};
 pub use array::{AccessPattern, IdxArray, StorageKind};
 pub use atomic::write_file_atomically;
 pub use catalogue::{
@@ -84,13 +123,27 @@ pub use catalogue::{
 pub use checksum::{
     FileVerification, sha256_hex, sha256_of_file, verify_dataset_folder, verify_file,
 };
+pub use cifar::{
+    CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarArchive,
+    CifarLabelKind, CifarVariant,
+};
+pub use cifar_dataset::{
+    CifarDataset, CifarFingerprint, CifarSplits, locate_cifar_files, verify_cifar_file,
+    verify_cifar_folder,
+};
+pub use cifar_writer::{CifarRecord, encode_cifar, write_cifar_batch};
+pub use dataset_name::{DatasetName, default_dataset_folder, resolve_dataset_folder};
 pub use element::{ElementType, IdxElement};
-pub use error::{DatasetError, MirrorAttempt, Result, ShapeProblem};
+pub use error::{
+    ArchiveEntryProblem, CifarRecordProblem, DatasetError, MirrorAttempt, Result, ShapeProblem,
+};
 #[cfg(feature = "fetch")]
 pub use fetch::{
     DownloadLimits, FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, fetch_family,
     fetch_file, remove_stale_partial_files,
 };
+#[cfg(feature = "fetch")]
+pub use fetch_archive::{FetchedCifar, fetch_cifar};
 pub use fingerprint::{DatasetFingerprint, FileFingerprint};
 pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
