@@ -100,7 +100,7 @@ fn check_labels(path: &Path, bytes: &[u8], variant: CifarVariant) -> Result<()> 
 /// let records = [CifarRecord::cifar10(3, &image), CifarRecord::cifar10(9, &image)];
 /// write_cifar_batch(&path, CifarVariant::Cifar10, &records)?;
 /// assert_eq!(verify_cifar_file(&path, CifarVariant::Cifar10)?, 2);
-/// # Ok::<(), reclaim_dataset::DatasetError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn verify_cifar_file(path: &Path, variant: CifarVariant) -> Result<usize> {
     let (file, metadata) = open_regular(path)?;
