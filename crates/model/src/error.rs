@@ -1,3 +1,7 @@
+use std::fmt;
+
+use crate::ModelKind;
+
 /// Everything that can go wrong in `reclaim-model`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -10,7 +14,8 @@ pub enum ModelError {
         /// What the store reported.
         message: String,
     },
-    /// The bytes could not be read as weights of the given format, or did not fit the model.
+    /// The bytes could not be read as weights of the given format, or did not fit the model
+    /// (another architecture's weights, or the same one with other sizes).
     #[error("cannot load {format} weights: {message}")]
     LoadWeights {
         /// The format that was asked for.
@@ -18,4 +23,70 @@ pub enum ModelError {
         /// What the store reported.
         message: String,
     },
+    /// A size of the model's configuration is zero.
+    #[error("the model's {setting} is 0; it must be at least 1")]
+    ZeroSize {
+        /// The configuration field, as it is named in the config (`channels`, `hidden_size`…).
+        setting: &'static str,
+    },
+    /// A convolution block of a [`ConvNetConfig`](crate::ConvNetConfig) has no filters.
+    #[error("convolution block {block} has 0 filters; it needs at least 1")]
+    ZeroFilters {
+        /// The block, counted from 0.
+        block: usize,
+    },
+    /// A [`ConvNetConfig`](crate::ConvNetConfig) has too few or too many convolution blocks.
+    #[error("the convolutional network has {blocks} blocks; it takes from {minimum} to {maximum}")]
+    BlockCount {
+        /// The blocks configured (the length of `filters`).
+        blocks: usize,
+        /// The fewest accepted.
+        minimum: usize,
+        /// The most accepted.
+        maximum: usize,
+    },
+    /// The image is too small to be halved by every pooling block and keep a pixel.
+    #[error(
+        "a {height}x{width} image is too small for {blocks} pooling blocks: \
+         each side must be at least {minimum_side}"
+    )]
+    ImageTooSmall {
+        /// The configured image height.
+        height: usize,
+        /// The configured image width.
+        width: usize,
+        /// The pooling blocks configured.
+        blocks: usize,
+        /// The smallest side those blocks accept (2 to the power of `blocks`).
+        minimum_side: usize,
+    },
+    /// The configured sizes multiply past what `usize` holds.
+    #[error("the model's {quantity} does not fit in a usize")]
+    SizeOverflow {
+        /// What was being computed (`input size`, `flattened features`…).
+        quantity: &'static str,
+    },
+    /// A model kind's name that is not one of [`ModelKind::ALL`].
+    #[error("unknown model kind {given:?}: the accepted ones are {}", KindNames(.accepted))]
+    UnknownModelKind {
+        /// The name that was given.
+        given: String,
+        /// The kinds accepted (always [`ModelKind::ALL`]).
+        accepted: &'static [ModelKind],
+    },
+}
+
+/// `mlp, cnn`: the names of some kinds, for messages.
+struct KindNames<'kinds>(&'kinds [ModelKind]);
+
+impl fmt::Display for KindNames<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, kind) in self.0.iter().enumerate() {
+            if index > 0 {
+                formatter.write_str(", ")?;
+            }
+            formatter.write_str(kind.name())?;
+        }
+        Ok(())
+    }
 }

@@ -1,16 +1,14 @@
-use std::fmt;
-
 use burn::config::Config;
-use burn::module::{Module, Param};
-use burn::nn::loss::CrossEntropyLossConfig;
+use burn::module::Module;
 use burn::nn::{Linear, LinearConfig, Relu};
-use burn::store::{BurnpackStore, ModuleSnapshot, SafetensorsStore};
-use burn::tensor::{Bytes, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor};
 
 use rand_xoshiro::SplitMix64;
-use rand_xoshiro::rand_core::{Rng, SeedableRng};
+use rand_xoshiro::rand_core::SeedableRng;
 
-use crate::ModelError;
+use crate::seeded::seeded_linear;
+use crate::weights::{count_correct, cross_entropy, load_weights, save_weights};
+use crate::{ModelError, WeightFormat};
 
 /// The layer sizes of a [`SimpleNn`]. The defaults are the classic MNIST recipe's.
 #[derive(Config, Debug, PartialEq, Eq)]
@@ -36,28 +34,24 @@ impl SimpleNnConfig {
             output: LinearConfig::new(self.hidden_size, self.number_of_classes).init(device),
         }
     }
-}
 
-/// Uniform in `[-bound, bound)`, from 53 bits of `random`.
-fn next_symmetric(random: &mut SplitMix64, bound: f64) -> f32 {
-    let unit = (random.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    ((unit * 2.0 - 1.0) * bound) as f32
-}
-
-fn seeded_linear(
-    input_size: usize,
-    output_size: usize,
-    device: &Device,
-    random: &mut SplitMix64,
-) -> Linear {
-    let bound = 1.0 / (input_size as f64).sqrt();
-    let mut draw =
-        |count: usize| -> Vec<f32> { (0..count).map(|_| next_symmetric(random, bound)).collect() };
-    let weight = TensorData::new(draw(input_size * output_size), [input_size, output_size]);
-    let bias = TensorData::new(draw(output_size), [output_size]);
-    Linear {
-        weight: Param::from_data(weight, device),
-        bias: Some(Param::from_data(bias, device)),
+    /// Checks the sizes before a model is made of them ([`init`](Self::init) itself does not;
+    /// [`ClassifierConfig::init`](crate::ClassifierConfig::init) calls this first).
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::ZeroSize`] naming the first of `input_size`, `hidden_size` and
+    /// `number_of_classes` that is 0.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let sizes = [
+            ("input_size", self.input_size),
+            ("hidden_size", self.hidden_size),
+            ("number_of_classes", self.number_of_classes),
+        ];
+        match sizes.into_iter().find(|&(_, size)| size == 0) {
+            Some((setting, _)) => Err(ModelError::ZeroSize { setting }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -90,34 +84,6 @@ pub struct SimpleNn {
     output: Linear,
 }
 
-/// How weights are serialized by [`SimpleNn::to_weight_bytes`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WeightFormat {
-    /// Burn's native burnpack format (`.bpk`).
-    Burnpack,
-    /// The SafeTensors format (`.safetensors`), readable from Python.
-    Safetensors,
-}
-
-impl WeightFormat {
-    /// The usual file extension, without the dot.
-    pub fn file_extension(self) -> &'static str {
-        match self {
-            WeightFormat::Burnpack => "bpk",
-            WeightFormat::Safetensors => "safetensors",
-        }
-    }
-}
-
-impl fmt::Display for WeightFormat {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(match self {
-            WeightFormat::Burnpack => "burnpack",
-            WeightFormat::Safetensors => "safetensors",
-        })
-    }
-}
-
 impl SimpleNn {
     /// Logits of shape `[batch, classes]` for inputs of shape `[batch, input_size]`.
     pub fn forward(&self, images: Tensor<2>) -> Tensor<2> {
@@ -127,70 +93,28 @@ impl SimpleNn {
 
     /// Mean cross-entropy of `logits` against `labels` (class indices), a one-element tensor.
     pub fn loss(&self, logits: Tensor<2>, labels: Tensor<1, Int>) -> Tensor<1> {
-        CrossEntropyLossConfig::new()
-            .init(&logits.device())
-            .forward(logits, labels)
+        cross_entropy(logits, labels)
     }
 
     /// How many rows of `logits` have their largest value at the row's label, as a
     /// one-element integer tensor (kept on the device until the caller reads it).
     pub fn correct_predictions(&self, logits: Tensor<2>, labels: Tensor<1, Int>) -> Tensor<1, Int> {
-        let predictions = logits.argmax(1).squeeze_dim::<1>(1);
-        predictions.equal(labels).int().sum()
+        count_correct(logits, labels)
     }
 
     /// The weights, serialized in `format`.
     pub fn to_weight_bytes(&self, format: WeightFormat) -> Result<Vec<u8>, ModelError> {
-        let save_error = |message: String| ModelError::SaveWeights { format, message };
-        match format {
-            WeightFormat::Burnpack => {
-                let mut store = BurnpackStore::from_bytes(None);
-                self.save_into(&mut store)
-                    .map_err(|error| save_error(error.to_string()))?;
-                let bytes = store
-                    .get_bytes()
-                    .map_err(|error| save_error(error.to_string()))?;
-                Ok(bytes.to_vec())
-            }
-            WeightFormat::Safetensors => {
-                let mut store = SafetensorsStore::from_bytes(None);
-                self.save_into(&mut store)
-                    .map_err(|error| save_error(error.to_string()))?;
-                store
-                    .get_bytes()
-                    .map_err(|error| save_error(error.to_string()))
-            }
-        }
+        save_weights(self, format)
     }
 
     /// This model with its weights replaced by those in `bytes`. Every parameter must be
     /// present with the right shape; anything missing or extra is an error.
     pub fn load_weight_bytes(
-        mut self,
+        self,
         bytes: &[u8],
         format: WeightFormat,
     ) -> Result<SimpleNn, ModelError> {
-        let load_error = |message: String| ModelError::LoadWeights { format, message };
-        let result = match format {
-            WeightFormat::Burnpack => {
-                let mut store =
-                    BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes.to_vec())));
-                self.load_from(&mut store)
-                    .map_err(|error| load_error(error.to_string()))?
-            }
-            WeightFormat::Safetensors => {
-                let mut store = SafetensorsStore::from_bytes(Some(bytes.to_vec()));
-                self.load_from(&mut store)
-                    .map_err(|error| load_error(error.to_string()))?
-            }
-        };
-        if !result.is_success() || !result.missing.is_empty() || !result.unused.is_empty() {
-            return Err(load_error(format!(
-                "missing {:?}, unused {:?}, errors {:?}",
-                result.missing, result.unused, result.errors
-            )));
-        }
-        Ok(self)
+        load_weights(self, bytes, format)
     }
 }
 
@@ -306,30 +230,29 @@ mod tests {
     }
 
     #[test]
+    fn validation_names_the_first_zero_size() {
+        assert!(SimpleNnConfig::new().validate().is_ok());
+        let error = SimpleNnConfig::new()
+            .with_hidden_size(0)
+            .with_number_of_classes(0)
+            .validate()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ModelError::ZeroSize {
+                    setting: "hidden_size"
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn runs_on_flex_too() {
         let device = Device::flex();
         let model = SimpleNnConfig::new().init(&device);
         let logits = model.forward(Tensor::<2>::ones([2, 784], &device));
         assert_eq!(logits.dims(), [2, 10]);
-    }
-
-    /// Values drawn by the hand-written SplitMix64 this file held before it used
-    /// `rand_xoshiro`: seeded weights (and so every recorded run) stay the same only if these
-    /// never change.
-    #[test]
-    fn seeded_draws_are_those_of_the_original_generator() {
-        let mut random = SplitMix64::seed_from_u64(42);
-        let words: Vec<u64> = (0..3).map(|_| random.next_u64()).collect();
-        assert_eq!(
-            words,
-            [
-                13_679_457_532_755_275_413,
-                2_949_826_092_126_892_291,
-                5_139_283_748_462_763_858
-            ]
-        );
-        let mut random = SplitMix64::seed_from_u64(42);
-        let drawn: Vec<f32> = (0..3).map(|_| next_symmetric(&mut random, 0.5)).collect();
-        assert_eq!(drawn, [0.24156488, -0.34008962, -0.22139888]);
     }
 }
