@@ -17,6 +17,15 @@
 //! - `drop_half_way/2_workers_prefetch_4`: dropping an epoch half-way, with every worker's queue
 //!   full: raising the stop flag, freeing the queued batches, joining both workers.
 //!
+//! CIFAR's shape, in `cifar_train_epoch`: 10 000 generated 3 x 32 x 32 images in memory
+//! (`RawImages`, as a mapped CIFAR file lends them), one shuffled epoch of batches of 64 into
+//! `[64, 3, 32, 32]` tensors:
+//!
+//! - `memcpy_pixels`: a plain copy of the 30.7 MB of pixels, the floor.
+//! - `normalized/{0,2}_workers`: per-channel normalization with CIFAR-10's statistics.
+//! - `augmented/{0,2}_workers`: the same, with the standard augmentation (random crop 32 with
+//!   padding 4, random horizontal flip) fused into the conversion.
+//!
 //! Throughput is in samples per second. Run with `cargo bench --bench loader`; figures go to
 //! docs/benchmarks.md.
 #![expect(
@@ -33,7 +42,7 @@ use burn::data::dataset::InMemDataset;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
-use reclaim::loader::{Loader, LoaderConfig, TensorBatch};
+use reclaim::loader::{Augmentation, ImageShape, Loader, LoaderConfig, RawImages, TensorBatch};
 
 const SEED: u64 = 42;
 const BATCH_SIZE: usize = 64;
@@ -241,5 +250,67 @@ fn latency(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, epoch, latency);
+/// `count` generated CIFAR-shaped images (every byte different from its neighbours) and labels.
+fn cifar_images(count: usize) -> (Vec<u8>, Vec<u8>) {
+    let pixels_per_image = ImageShape::CIFAR.pixels().expect("3072");
+    let pixels = (0..count * pixels_per_image)
+        .map(|index| (index * 7 + index / 3072) as u8)
+        .collect();
+    let labels = (0..count).map(|index| (index % 10) as u8).collect();
+    (pixels, labels)
+}
+
+fn cifar_epoch(criterion: &mut Criterion) {
+    let (pixels, labels) = cifar_images(10_000);
+    let source = RawImages::new(&pixels, &labels, ImageShape::CIFAR).expect("consistent lengths");
+    let device = device();
+    let mut group = criterion.benchmark_group("cifar_train_epoch");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(6));
+    group.throughput(Throughput::Elements(labels.len() as u64));
+
+    group.bench_function("memcpy_pixels", |bencher| {
+        let mut copy = vec![0u8; pixels.len()];
+        bencher.iter(|| {
+            copy.copy_from_slice(black_box(&pixels));
+            black_box(&copy);
+        })
+    });
+    for (name, augmentation) in [
+        ("normalized", Augmentation::NONE),
+        ("augmented", Augmentation::CIFAR),
+    ] {
+        for num_workers in [0, 2] {
+            let config = LoaderConfig {
+                num_workers,
+                augmentation,
+                ..LoaderConfig::cifar_training(SEED)
+            };
+            let loader = Loader::new(&source, config).expect("a valid configuration");
+            let mut epoch_number = 0;
+            group.bench_function(
+                BenchmarkId::new(name, format!("{num_workers}_workers")),
+                |bencher| {
+                    bencher.iter(|| {
+                        std::thread::scope(|scope| {
+                            let epoch = loader.epoch(scope, epoch_number).expect("workers start");
+                            for batch in &epoch {
+                                let TensorBatch { images, labels } = batch
+                                    .expect("in-memory batches assemble")
+                                    .into_tensors::<4>(&device)
+                                    .expect("rank 4");
+                                black_box((images, labels));
+                            }
+                        });
+                        epoch_number += 1;
+                    })
+                },
+            );
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, epoch, latency, cifar_epoch);
 criterion_main!(benches);

@@ -425,7 +425,7 @@ fn each_wrong_shape_is_refused_before_the_run_folder_is_made() {
         &folder,
         &cifar_sized,
         &[],
-        &["32 x 32 = 1024 pixels", "784 inputs", "train-images"],
+        &["1 x 32 x 32 = 1024 pixels", "784 inputs", "train-images"],
     );
 
     let mixed = folder.join("mixed");

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use reclaim_dataset::{Family, Split};
+use reclaim_dataset::DatasetName;
+use reclaim_model::ModelKind;
 use reclaim_train::{
     BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, PixelScaling, ProgressDisplay,
-    RunFile, RunFolderLock, StartPolicy, TrainConfig, TrainError, evaluate_weights,
-    latest_checkpoint,
+    RunFile, RunFolderLock, StartPolicy, TrainConfig, TrainError, TrainingData, evaluate_weights,
+    latest_checkpoint, model_for_dataset, standard_augmentation,
 };
 
 use super::interrupt::{self, Interrupted};
@@ -50,6 +51,20 @@ pub struct TrainArguments {
     /// The backend: ndarray, flex, wgpu or cuda (each needs its cargo feature).
     #[arg(long, default_value = "ndarray")]
     pub backend: BackendChoice,
+    /// The dataset: mnist, fashion-mnist, kmnist (IDX files), cifar10 or cifar100 (CIFAR's
+    /// binary record files); its folder is --data, else $RECLAIM_DATA, else data/, or their
+    /// subfolder of the dataset's name (data/cifar-10).
+    #[arg(long, default_value = "mnist")]
+    pub dataset: DatasetName,
+    /// The model: mlp (input-128-ReLU-classes) or cnn (two conv-ReLU-pool blocks and a linear
+    /// head), sized for the dataset's images and classes.
+    #[arg(long, default_value = "mlp")]
+    pub model: ModelKind,
+    /// Augment the training samples: a random crop with padding 4 and a random horizontal flip
+    /// for CIFAR, a random crop with padding 2 (no flip) for the MNIST family; each draw a
+    /// function of the seed, the epoch and the sample.
+    #[arg(long)]
+    pub augment: bool,
     /// Passes over the training split.
     #[arg(long, default_value_t = 2)]
     pub epochs: usize,
@@ -71,10 +86,11 @@ pub struct TrainArguments {
     /// Loader worker threads (0: batches are made on the training thread).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
-    /// Standardize pixels with MNIST's mean and standard deviation instead of scaling to [0, 1].
+    /// Standardize pixels with the dataset's mean and standard deviation (MNIST's, or
+    /// CIFAR-10's per channel) instead of scaling to [0, 1].
     #[arg(long)]
     pub standardize: bool,
-    /// The dataset folder (default: the argument, then $RECLAIM_DATA, then the vendored data/).
+    /// The dataset folder (default: $RECLAIM_DATA, then the vendored data/).
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// The run folder (default: runs/train-BACKEND).
@@ -110,6 +126,12 @@ pub struct EvalArguments {
     /// The backend to evaluate on.
     #[arg(long, default_value = "ndarray")]
     pub backend: BackendChoice,
+    /// The dataset the weights were trained on (see `reclaim train --help`).
+    #[arg(long, default_value = "mnist")]
+    pub dataset: DatasetName,
+    /// The model the weights are of: mlp or cnn.
+    #[arg(long, default_value = "mlp")]
+    pub model: ModelKind,
     /// The dataset folder (default: $RECLAIM_DATA, then the vendored data/).
     #[arg(long)]
     pub data: Option<PathBuf>,
@@ -122,20 +144,32 @@ pub struct EvalArguments {
 }
 
 /// The dataset folder: the one given (or $RECLAIM_DATA, or the vendored data/), or its
-/// `mnist/` subfolder, whichever holds the files; an error naming what was given otherwise.
-fn data_folder(argument: Option<&Path>) -> anyhow::Result<PathBuf> {
-    Ok(reclaim_dataset::resolve_data_folder(
-        argument,
-        Family::Mnist,
-    )?)
+/// subfolder of the dataset's name (`mnist/`, `cifar-10/`), whichever holds the files; an error
+/// naming what was given otherwise.
+fn data_folder(argument: Option<&Path>, dataset: DatasetName) -> anyhow::Result<PathBuf> {
+    Ok(reclaim_dataset::resolve_dataset_folder(argument, dataset)?)
 }
 
-fn pixel_scaling(standardize: bool) -> PixelScaling {
+fn pixel_scaling(standardize: bool, dataset: DatasetName) -> PixelScaling {
     if standardize {
-        PixelScaling::MnistStandardized
+        PixelScaling::standardized_for(dataset)
     } else {
         PixelScaling::UnitRange
     }
+}
+
+/// `runs/train-BACKEND` for the seed recipe (MNIST, MLP), `runs/train-DATASET-MODEL-BACKEND`
+/// otherwise.
+fn default_run_folder(arguments: &TrainArguments) -> PathBuf {
+    let name = if arguments.dataset == DatasetName::Mnist && arguments.model == ModelKind::Mlp {
+        format!("train-{}", arguments.backend)
+    } else {
+        format!(
+            "train-{}-{}-{}",
+            arguments.dataset, arguments.model, arguments.backend
+        )
+    };
+    PathBuf::from("runs").join(name)
 }
 
 /// Builds the run's configuration from the arguments.
@@ -143,13 +177,21 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<Train
     let run_folder = arguments
         .out
         .clone()
-        .unwrap_or_else(|| PathBuf::from("runs").join(format!("train-{}", arguments.backend)));
+        .unwrap_or_else(|| default_run_folder(arguments));
     let start = match (arguments.resume, arguments.overwrite) {
         (true, _) => StartPolicy::ResumeLatestCheckpoint,
         (false, true) => StartPolicy::Overwrite,
         (false, false) => StartPolicy::Fresh,
     };
+    let dataset = arguments.dataset;
     Ok(TrainConfig {
+        dataset,
+        model: model_for_dataset(dataset, arguments.model),
+        augmentation: if arguments.augment {
+            standard_augmentation(dataset)
+        } else {
+            reclaim_loader::Augmentation::NONE
+        },
         epochs: arguments.epochs,
         batch_size: arguments.batch_size,
         learning_rate: arguments.lr,
@@ -157,7 +199,7 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<Train
         weight_decay: arguments.weight_decay,
         seed: arguments.seed,
         workers: arguments.workers,
-        pixel_scaling: pixel_scaling(arguments.standardize),
+        pixel_scaling: pixel_scaling(arguments.standardize, dataset),
         training_sample_limit: arguments.limit,
         start,
         progress: if arguments.quiet {
@@ -170,7 +212,7 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<Train
         cancellation: CancellationFlag::from_shared(interrupt::INTERRUPTED.clone()),
         ..TrainConfig::recipe(
             arguments.backend,
-            data_folder(arguments.data.as_deref())?,
+            data_folder(arguments.data.as_deref(), dataset)?,
             run_folder,
         )
     })
@@ -242,17 +284,15 @@ pub fn run_eval(arguments: EvalArguments) -> anyhow::Result<()> {
     let weights_path = resolve_weights(&arguments.checkpoint)?;
     let weights = std::fs::read(&weights_path)
         .with_context(|| format!("reading {}", weights_path.display()))?;
-    let data_folder = data_folder(arguments.data.as_deref())?;
-    let test_set = arguments
-        .storage
-        .storage()
-        .open_split(&data_folder, Split::Test)?;
+    let dataset = arguments.dataset;
+    let data_folder = data_folder(arguments.data.as_deref(), dataset)?;
+    let data = TrainingData::open(dataset, &data_folder, arguments.storage.storage())?;
     let evaluation = evaluate_weights(
         &weights,
-        &reclaim_model::SimpleNnConfig::new(),
-        &test_set,
+        &model_for_dataset(dataset, arguments.model),
+        &data,
         arguments.backend,
-        pixel_scaling(arguments.standardize),
+        pixel_scaling(arguments.standardize, dataset),
     )
     .with_context(|| format!("evaluating {}", weights_path.display()))?;
     println!(

@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
 
-use crate::convert::{Affine, PixelFormat, append_converted};
+use crate::augment::{SampleKey, append_sample_f32, append_sample_u8};
+use crate::convert::{
+    Affine, ChannelAffines, PixelFormat, append_converted, append_converted_planes,
+};
 use crate::epoch::EpochPlan;
 use crate::error::LoaderError;
 use crate::pool::{BufferPool, Pixels, SampleBuffers, Tracked};
@@ -15,9 +18,10 @@ use crate::tensor::{RawTensorBatch, TensorBatch, image_dims, labels_tensor, lend
 /// The pixels of a batch, in the loader's [`PixelFormat`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum BatchImages<'a> {
-    /// `f32` pixels (unit or normalized), `len * H * W` of them, image after image.
+    /// `f32` pixels (unit or normalized), `len * C * H * W` of them, image after image, each
+    /// channel-major.
     F32(&'a [f32]),
-    /// Raw `u8` pixels, `len * H * W` of them, image after image.
+    /// Raw `u8` pixels, `len * C * H * W` of them, image after image, each channel-major.
     U8(&'a [u8]),
 }
 
@@ -42,7 +46,6 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
     scratch: &mut Vec<u8>,
 ) -> Result<FilledBatch, LoaderError> {
     let indices = plan.batch_indices(batch);
-    let (format, pixels_per_image) = (plan.format, plan.pixels_per_image);
     let mut pixels = pool.take_pixels();
     let mut samples = pool.take_samples();
     let result = {
@@ -55,24 +58,7 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
         batch_indices.extend_from_slice(indices);
         // Buffers have full-batch capacity from the start: appending a batch never reallocates
         // (so the memory report stays exact) and never zero-fills first.
-        match pixels.get_mut() {
-            Pixels::F32(values) => {
-                values.clear();
-                let affine = format.affine().unwrap_or(Affine {
-                    scale: 1.0,
-                    offset: 0.0,
-                });
-                fill_rows(source, indices, pixels_per_image, labels, scratch, |row| {
-                    append_converted(row, values, affine)
-                })
-            }
-            Pixels::U8(values) => {
-                values.clear();
-                fill_rows(source, indices, pixels_per_image, labels, scratch, |row| {
-                    values.extend_from_slice(row)
-                })
-            }
-        }
+        fill_pixels(source, plan, indices, pixels.get_mut(), labels, scratch)
     }
     .and_then(|()| check_labels(samples.get().labels.as_slice(), indices, plan.class_count))
     .and_then(|()| source.verify_intact());
@@ -82,6 +68,82 @@ pub(crate) fn assemble_batch<S: ImageSource + ?Sized>(
             pool.give_back_pixels(pixels);
             pool.give_back_samples(samples);
             Err(error)
+        }
+    }
+}
+
+/// Fills `pixels` with the samples `indices` in the plan's pixel format, and `labels` with
+/// their labels.
+///
+/// Without augmentation or transform, a one-channel image (or a format whose channels share one
+/// map) is converted in one vectorized pass per row of the source, and several channels in one
+/// pass per channel; otherwise each sample goes through [`append_sample_f32`] (or
+/// [`append_sample_u8`]), which places, converts and transforms it in the same single write.
+fn fill_pixels<S: ImageSource + ?Sized>(
+    source: &S,
+    plan: &EpochPlan,
+    indices: &[usize],
+    pixels: &mut Pixels,
+    labels: &mut Vec<i64>,
+    scratch: &mut Vec<u8>,
+) -> Result<(), LoaderError> {
+    let pixels_per_image = plan.pixels_per_image;
+    let shape = plan.shape;
+    let key = |index| SampleKey {
+        seed: plan.seed,
+        epoch: plan.epoch,
+        index,
+    };
+    match pixels {
+        Pixels::F32(values) => {
+            values.clear();
+            let affines = plan
+                .format
+                .channel_affines()
+                .unwrap_or(ChannelAffines::Uniform(Affine::IDENTITY));
+            match (plan.steps.is_plain(), affines.single()) {
+                (true, Some(affine)) => fill_rows(
+                    source,
+                    indices,
+                    pixels_per_image,
+                    labels,
+                    scratch,
+                    |_, row| append_converted(row, values, affine),
+                ),
+                (true, None) => {
+                    let plane_len = shape.height * shape.width;
+                    fill_rows(
+                        source,
+                        indices,
+                        pixels_per_image,
+                        labels,
+                        scratch,
+                        |_, row| append_converted_planes(row, plane_len, values, &affines),
+                    )
+                }
+                (false, _) => fill_rows(
+                    source,
+                    indices,
+                    pixels_per_image,
+                    labels,
+                    scratch,
+                    |index, row| {
+                        append_sample_f32(row, shape, &affines, &plan.steps, key(index), values)
+                    },
+                ),
+            }
+        }
+        Pixels::U8(values) => {
+            values.clear();
+            let augmentation = plan.steps.augmentation;
+            fill_rows(
+                source,
+                indices,
+                pixels_per_image,
+                labels,
+                scratch,
+                |index, row| append_sample_u8(row, shape, augmentation, key(index), values),
+            )
         }
     }
 }
@@ -111,7 +173,7 @@ fn check_labels(
 /// memory access while the rows in between are converted.
 const PREFETCH_DISTANCE: usize = 4;
 
-/// Appends, for each index, its image's row (through `append_row`) and its label.
+/// Appends, for each index, its image (through `append_row(index, image)`) and its label.
 ///
 /// Shuffled rows of a mapped file are scattered reads, each likely to miss the CPU's caches, so
 /// while a row is converted the row `PREFETCH_DISTANCE` samples later is asked for already.
@@ -123,7 +185,7 @@ fn fill_rows<S>(
     pixels_per_image: usize,
     labels: &mut Vec<i64>,
     scratch: &mut Vec<u8>,
-    mut append_row: impl FnMut(&[u8]),
+    mut append_row: impl FnMut(usize, &[u8]),
 ) -> Result<(), LoaderError>
 where
     S: ImageSource + ?Sized,
@@ -144,13 +206,13 @@ where
                         actual: row.len(),
                     });
                 }
-                append_row(row);
+                append_row(index, row);
                 label
             }
             None => {
                 scratch.resize(pixels_per_image, 0);
                 let label = source.read_sample(index, scratch)?;
-                append_row(scratch);
+                append_row(index, scratch);
                 label
             }
         };
@@ -213,7 +275,7 @@ impl<'epoch> Batch<'epoch> {
         self.format
     }
 
-    /// The pixels, image after image, row-major.
+    /// The pixels, image after image, each channel-major (`[C, H, W]`).
     pub fn images(&self) -> BatchImages<'_> {
         match self.pixels.as_ref().map(Tracked::get) {
             Some(Pixels::F32(values)) => BatchImages::F32(values),
@@ -267,8 +329,9 @@ impl<'epoch> Batch<'epoch> {
     ///
     /// # Errors
     ///
-    /// [`LoaderError::UnsupportedTensorRank`] unless `D` is 2, 3 or 4, and
-    /// [`LoaderError::PixelFormatMismatch`] for a raw batch.
+    /// [`LoaderError::UnsupportedTensorRank`] unless `D` is 2 (`[B, C*H*W]`), 3 (`[B, H, W]`)
+    /// or 4 (`[B, C, H, W]`), [`LoaderError::TensorRankNeedsOneChannel`] for rank 3 of images
+    /// with several channels, and [`LoaderError::PixelFormatMismatch`] for a raw batch.
     pub fn to_tensors<const D: usize>(
         &self,
         device: &Device,
@@ -310,8 +373,9 @@ impl<'epoch> Batch<'epoch> {
     ///
     /// # Errors
     ///
-    /// [`LoaderError::UnsupportedTensorRank`] unless `D` is 2, 3 or 4, and
-    /// [`LoaderError::PixelFormatMismatch`] for a float batch.
+    /// [`LoaderError::UnsupportedTensorRank`] unless `D` is 2 (`[B, C*H*W]`), 3 (`[B, H, W]`)
+    /// or 4 (`[B, C, H, W]`), [`LoaderError::TensorRankNeedsOneChannel`] for rank 3 of images
+    /// with several channels, and [`LoaderError::PixelFormatMismatch`] for a float batch.
     pub fn to_raw_tensors<const D: usize>(
         &self,
         device: &Device,

@@ -40,7 +40,7 @@ use crate::tensor::TensorBatch;
 /// # #[derive(Debug)] struct Ones;
 /// # impl reclaim_loader::ImageSource for Ones {
 /// #     fn len(&self) -> usize { 10 }
-/// #     fn image_shape(&self) -> ImageShape { ImageShape { height: 2, width: 2 } }
+/// #     fn image_shape(&self) -> ImageShape { ImageShape::grayscale(2, 2) }
 /// #     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, reclaim_loader::LoaderError> {
 /// #         pixels.fill(255);
 /// #         Ok(index as i64)
@@ -146,7 +146,7 @@ where
             Some(range) => {
                 let order = slice_of_order(self.core.sampler.epoch_indices(seed, epoch), range);
                 let order = Tracked::new(order, Category::Order, &self.core.accounting);
-                EpochPlan::new(seed, epoch, order, start, self.core.settings)
+                EpochPlan::new(seed, epoch, order, start, self.core.settings.clone())
             }
         }
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
+use crate::augment::SampleSteps;
 use crate::batch::{FilledBatch, assemble_batch};
 use crate::convert::PixelFormat;
 use crate::error::LoaderError;
@@ -41,10 +42,12 @@ pub(crate) struct EpochPlan {
     pub(crate) pixels_per_image: usize,
     /// Labels must be below this, when set ([`LoaderConfig::class_count`](crate::LoaderConfig::class_count)).
     pub(crate) class_count: Option<usize>,
+    /// The augmentation and the user's transform, applied to each sample as it is converted.
+    pub(crate) steps: SampleSteps,
 }
 
 /// The parameters an [`EpochPlan`] is made from, besides its order.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct PlanSettings {
     pub(crate) batch_size: NonZeroUsize,
     pub(crate) drop_last: bool,
@@ -52,6 +55,7 @@ pub(crate) struct PlanSettings {
     pub(crate) shape: ImageShape,
     pub(crate) pixels_per_image: usize,
     pub(crate) class_count: Option<usize>,
+    pub(crate) steps: SampleSteps,
 }
 
 impl EpochPlan {
@@ -92,6 +96,7 @@ impl EpochPlan {
             shape: settings.shape,
             pixels_per_image: settings.pixels_per_image,
             class_count: settings.class_count,
+            steps: settings.steps,
         })
     }
 

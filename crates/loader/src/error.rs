@@ -1,5 +1,7 @@
 //! The crate's one error type.
 
+use crate::source::ImageShape;
+
 /// A boxed error from a data source the loader does not know (for example a Burn
 /// [`Dataset`](burn::data::dataset::Dataset) whose `get` failed).
 pub type BoxedSourceError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -22,25 +24,62 @@ pub enum LoaderError {
         /// The configured number of workers.
         num_workers: usize,
     },
-    /// The normalization's standard deviation is not a positive finite number, or its mean is not
-    /// finite.
+    /// A normalization's standard deviation is not a positive finite number, or its mean is
+    /// not finite.
     #[error(
-        "invalid normalization: mean {mean} must be finite and standard deviation \
-         {standard_deviation} positive and finite"
+        "invalid normalization of channel {channel}: mean {mean} must be finite and standard \
+         deviation {standard_deviation} positive and finite"
     )]
     InvalidNormalization {
+        /// The channel (0 for a [`Normalization`](crate::Normalization), which has one).
+        channel: usize,
         /// The configured mean.
         mean: f32,
         /// The configured standard deviation.
         standard_deviation: f32,
     },
-    /// The source's images have no pixels (a height or a width of 0).
-    #[error("the source's images have no pixels ({height} x {width})")]
+    /// A per-channel normalization was given no channel, or more than it holds.
+    #[error("a per-channel normalization holds 1 to {maximum} channels; {given} were given")]
+    NormalizationChannelCount {
+        /// The number of channels given.
+        given: usize,
+        /// [`ChannelNormalization::MAX_CHANNELS`](crate::ChannelNormalization::MAX_CHANNELS).
+        maximum: usize,
+    },
+    /// The normalization has statistics for another number of channels than the source's
+    /// images have.
+    #[error(
+        "the normalization has statistics for {normalization_channels} channel(s) but the \
+         source's images ({shape}) have {}",
+        shape.channels
+    )]
+    NormalizationChannelMismatch {
+        /// Channels the normalization describes.
+        normalization_channels: usize,
+        /// The source's image shape.
+        shape: ImageShape,
+    },
+    /// A random crop's padding is larger than the image's height or width.
+    #[error(
+        "a random crop with padding {padding} does not fit images of {shape} (the padding \
+         must be at most the height and the width)"
+    )]
+    CropPaddingTooLarge {
+        /// The configured padding.
+        padding: usize,
+        /// The source's image shape.
+        shape: ImageShape,
+    },
+    /// A [`SampleTransform`](crate::SampleTransform) was configured with
+    /// [`PixelFormat::RawU8`](crate::PixelFormat::RawU8): transforms write `f32` pixels.
+    #[error("a sample transform writes f32 pixels, but the loader is configured for raw u8 pixels")]
+    TransformNeedsFloatPixels,
+    /// The source's images have no pixels (a channel count, height or width of 0), or more
+    /// than a `usize` can count.
+    #[error("the source's images have no pixels or too many to count ({shape})")]
     EmptyImages {
-        /// The image height.
-        height: usize,
-        /// The image width.
-        width: usize,
+        /// The image shape.
+        shape: ImageShape,
     },
     /// A batch of this size would hold more elements than a `usize` can count.
     #[error("a batch of {batch_size} images of {pixels_per_image} pixels is too large")]
@@ -206,15 +245,26 @@ pub enum LoaderError {
         /// The number of samples of that epoch.
         epoch_len: usize,
     },
-    /// A batch was asked for tensors of a rank other than 2 (`[B, H*W]`), 3 (`[B, H, W]`) or
-    /// 4 (`[B, 1, H, W]`).
+    /// A batch was asked for tensors of a rank other than 2 (`[B, C*H*W]`), 3 (`[B, H, W]`,
+    /// one-channel images only) or 4 (`[B, C, H, W]`).
     #[error(
-        "image tensors of rank {rank} are not supported (use 2: [B, H*W], 3: [B, H, W] \
-         or 4: [B, 1, H, W])"
+        "image tensors of rank {rank} are not supported (use 2: [B, C*H*W], 3: [B, H, W] \
+         or 4: [B, C, H, W])"
     )]
     UnsupportedTensorRank {
         /// The rank asked for.
         rank: usize,
+    },
+    /// Rank-3 tensors (`[B, H, W]`) were asked of images with more than one channel.
+    #[error(
+        "image tensors of rank {rank} ([B, H, W]) hold one channel, but the images have \
+         {channels} (use rank 4: [B, C, H, W], or 2: [B, C*H*W])"
+    )]
+    TensorRankNeedsOneChannel {
+        /// The rank asked for.
+        rank: usize,
+        /// The images' channels.
+        channels: usize,
     },
     /// Float tensors were asked of a raw `u8` batch, or raw tensors of a float batch.
     #[error("{requested} tensors were asked of a loader configured for {configured} pixels")]

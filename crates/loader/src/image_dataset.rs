@@ -1,4 +1,4 @@
-//! [`ImageSource`] for the IDX datasets of `reclaim-dataset`, zero-copy.
+//! [`ImageSource`] for the IDX and CIFAR datasets of `reclaim-dataset`, zero-copy.
 
 use crate::error::LoaderError;
 use crate::source::{ImageShape, ImageSource};
@@ -9,10 +9,7 @@ impl ImageSource for reclaim_dataset::ImageDataset {
     }
 
     fn image_shape(&self) -> ImageShape {
-        ImageShape {
-            height: self.image_height(),
-            width: self.image_width(),
-        }
+        ImageShape::grayscale(self.image_height(), self.image_width())
     }
 
     fn borrow_sample(&self, index: usize) -> Option<(&[u8], i64)> {
@@ -42,6 +39,46 @@ impl ImageSource for reclaim_dataset::ImageDataset {
     /// A mapped dataset whose file was truncated under the map (the guard of reclaim-dataset
     /// caught the SIGBUS and put zeros in its place) is [`LoaderError::SourceChanged`] naming
     /// the file; an owned one is always intact.
+    fn verify_intact(&self) -> Result<(), LoaderError> {
+        self.verify_mapping_intact()
+            .map_err(|error| LoaderError::SourceChanged(Box::new(error)))
+    }
+}
+
+/// CIFAR-10 and CIFAR-100 records: 3 x 32 x 32 images, channel-major as the format stores them,
+/// lent straight from the (mapped) record files with the label of the dataset's
+/// [`CifarLabelKind`](reclaim_dataset::CifarLabelKind).
+impl ImageSource for reclaim_dataset::CifarDataset {
+    fn len(&self) -> usize {
+        reclaim_dataset::CifarDataset::len(self)
+    }
+
+    fn image_shape(&self) -> ImageShape {
+        ImageShape::new(self.channels(), self.image_height(), self.image_width())
+    }
+
+    fn borrow_sample(&self, index: usize) -> Option<(&[u8], i64)> {
+        Some((self.image(index), i64::from(self.label(index))))
+    }
+
+    fn prefetch_sample(&self, index: usize) {
+        crate::convert::prefetch(self.record(index));
+    }
+
+    fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
+        let image = self.image(index);
+        if image.len() != pixels.len() {
+            return Err(LoaderError::SampleSizeMismatch {
+                index,
+                expected: pixels.len(),
+                actual: image.len(),
+            });
+        }
+        pixels.copy_from_slice(image);
+        Ok(i64::from(self.label(index)))
+    }
+
+    /// As for IDX: a record file truncated under its map is [`LoaderError::SourceChanged`].
     fn verify_intact(&self) -> Result<(), LoaderError> {
         self.verify_mapping_intact()
             .map_err(|error| LoaderError::SourceChanged(Box::new(error)))

@@ -54,6 +54,7 @@
 //! # }
 //! ```
 
+mod augment;
 mod batch;
 mod burn_loader;
 mod convert;
@@ -68,13 +69,15 @@ mod source;
 mod state;
 mod tensor;
 
+pub use augment::{Augmentation, HorizontalFlip, RandomCrop, SampleTransform};
 pub use batch::{Batch, BatchImages};
 pub use burn_loader::{BurnLoader, BurnLoaderIterator};
-pub use convert::{Normalization, PixelFormat};
+pub use convert::{ChannelNormalization, Normalization, PixelFormat};
 pub use epoch::WORKER_THREAD_NAME_PREFIX;
 pub use error::{BoxedSourceError, LoaderError};
 pub use loader::{Batches, Epoch, Loader, LoaderConfig};
 pub use pool::MemoryReport;
+pub use rng::SampleRng;
 pub use sampler::{
     BatchSampler, DistributedSampler, Order, Replacement, Sampler, Sampling, SequentialSampler,
     ShuffledSampler, SubsetSampler, UnevenShards, WeightedRandomSampler, batch_count,

@@ -5,17 +5,18 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::thread::{Scope, ScopedJoinHandle};
 
+use crate::augment::{Augmentation, SampleSteps, SampleTransform};
 use crate::batch::Batch;
-use crate::convert::{Normalization, PixelFormat};
+use crate::convert::{ChannelNormalization, Normalization, PixelFormat};
 use crate::epoch::{EpochCore, EpochPlan, PlanSettings, WorkerContext};
 use crate::error::LoaderError;
 use crate::pool::{Category, MemoryAccounting, MemoryReport, Tracked};
 use crate::sampler::{Sampler, Sampling, batch_count};
-use crate::source::ImageSource;
+use crate::source::{ImageShape, ImageSource};
 use crate::state::LoaderState;
 
-/// How a [`Loader`] samples, batches, converts and prefetches.
-#[derive(Clone, Debug)]
+/// How a [`Loader`] samples, batches, converts, augments and prefetches.
+#[derive(Clone)]
 pub struct LoaderConfig {
     /// Samples per batch (at least 1).
     pub batch_size: usize,
@@ -38,10 +39,38 @@ pub struct LoaderConfig {
     /// that is not (a labels file changed or mislabelled) ends the epoch with
     /// [`LoaderError::LabelOutOfRange`] instead of reaching the model. `None` checks nothing.
     pub class_count: Option<usize>,
+    /// Random crops and flips, drawn per sample from `(seed, epoch, sample index)` and fused
+    /// into the conversion ([`Augmentation::NONE`] by default).
+    pub augmentation: Augmentation,
+    /// Your own per-sample step, run after the conversion and augmentation on the worker that
+    /// makes the batch (see [`SampleTransform`] for what it must keep); float formats only.
+    pub transform: Option<Arc<dyn SampleTransform>>,
+}
+
+impl fmt::Debug for LoaderConfig {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("LoaderConfig")
+            .field("batch_size", &self.batch_size)
+            .field("drop_last", &self.drop_last)
+            .field("sampling", &self.sampling)
+            .field("seed", &self.seed)
+            .field("num_workers", &self.num_workers)
+            .field("prefetch", &self.prefetch)
+            .field("pixel_format", &self.pixel_format)
+            .field("class_count", &self.class_count)
+            .field("augmentation", &self.augmentation)
+            .field(
+                "transform",
+                &self.transform.as_ref().map(|_| "SampleTransform"),
+            )
+            .finish()
+    }
 }
 
 impl Default for LoaderConfig {
-    /// Batches of 64, shuffled with seed 0, `f32` pixels in `[0, 1]`, no worker, prefetch 2.
+    /// Batches of 64, shuffled with seed 0, `f32` pixels in `[0, 1]`, no worker, prefetch 2,
+    /// no augmentation or transform.
     fn default() -> Self {
         Self {
             batch_size: 64,
@@ -52,6 +81,8 @@ impl Default for LoaderConfig {
             prefetch: 2,
             pixel_format: PixelFormat::UnitF32,
             class_count: None,
+            augmentation: Augmentation::NONE,
+            transform: None,
         }
     }
 }
@@ -78,6 +109,28 @@ impl LoaderConfig {
         Self {
             sampling: Sampling::Sequential,
             ..Self::mnist_training(0)
+        }
+    }
+
+    /// The CIFAR-10 training recipe: batches of 64, shuffled with `seed`, pixels normalized
+    /// per channel with CIFAR-10's statistics, a random crop of 32 with padding 4 and a random
+    /// horizontal flip ([`Augmentation::CIFAR`]).
+    pub fn cifar_training(seed: u64) -> Self {
+        Self {
+            seed,
+            pixel_format: PixelFormat::ChannelNormalizedF32(ChannelNormalization::CIFAR10),
+            augmentation: Augmentation::CIFAR,
+            ..Self::default()
+        }
+    }
+
+    /// The CIFAR-10 evaluation recipe: batches of 64 in order, normalized like in training,
+    /// not augmented.
+    pub fn cifar_evaluation() -> Self {
+        Self {
+            sampling: Sampling::Sequential,
+            augmentation: Augmentation::NONE,
+            ..Self::cifar_training(0)
         }
     }
 }
@@ -115,19 +168,12 @@ impl LoaderCore {
                 maximum: LoaderConfig::MAX_PREFETCH,
             });
         }
-        if let PixelFormat::NormalizedF32(normalization) = config.pixel_format {
-            normalization.validate()?;
-        }
         let shape = source.image_shape();
         let pixels_per_image = match shape.pixels() {
-            Some(0) | None => {
-                return Err(LoaderError::EmptyImages {
-                    height: shape.height,
-                    width: shape.width,
-                });
-            }
+            Some(0) | None => return Err(LoaderError::EmptyImages { shape }),
             Some(pixels) => pixels,
         };
+        let steps = validated_steps(&config, shape)?;
         let too_large = LoaderError::BatchTooLarge {
             batch_size: batch_size.get(),
             pixels_per_image,
@@ -152,6 +198,7 @@ impl LoaderCore {
                 shape,
                 pixels_per_image,
                 class_count: config.class_count,
+                steps,
             },
             config,
             sampler,
@@ -165,7 +212,7 @@ impl LoaderCore {
             Category::Order,
             &self.accounting,
         );
-        EpochPlan::new(seed, epoch, order, start, self.settings)
+        EpochPlan::new(seed, epoch, order, start, self.settings.clone())
     }
 
     pub(crate) fn plan_for_state(&self, state: &LoaderState) -> Result<EpochPlan, LoaderError> {
@@ -185,6 +232,20 @@ impl LoaderCore {
             self.config.drop_last,
         )
     }
+}
+
+/// Checks the pixel format, the augmentation and the transform against images of `shape`, and
+/// gathers what is done to each sample.
+fn validated_steps(config: &LoaderConfig, shape: ImageShape) -> Result<SampleSteps, LoaderError> {
+    config.pixel_format.validate_for(shape)?;
+    let augmentation = config.augmentation.validate_for(shape)?;
+    if config.transform.is_some() && config.pixel_format == PixelFormat::RawU8 {
+        return Err(LoaderError::TransformNeedsFloatPixels);
+    }
+    Ok(SampleSteps {
+        augmentation,
+        transform: config.transform.clone(),
+    })
 }
 
 /// Makes batches from a source it borrows.
@@ -250,7 +311,7 @@ impl<'dataset, S: ImageSource + ?Sized> Loader<'dataset, S> {
     ///
     /// let pixels = vec![255u8; 10 * 4];
     /// let labels: Vec<u8> = (0..10).collect();
-    /// let source = RawImages::new(&pixels, &labels, ImageShape { height: 2, width: 2 }).unwrap();
+    /// let source = RawImages::new(&pixels, &labels, ImageShape::grayscale(2, 2)).unwrap();
     /// let config = LoaderConfig { batch_size: 4, num_workers: 2, ..LoaderConfig::default() };
     /// let loader = Loader::new(&source, config).unwrap();
     /// std::thread::scope(|scope| {

@@ -234,7 +234,9 @@ impl BufferPool {
         }
         // Capacity only: batches are appended, never zero-filled first.
         let pixels = match self.format {
-            PixelFormat::UnitF32 | PixelFormat::NormalizedF32(_) => {
+            PixelFormat::UnitF32
+            | PixelFormat::NormalizedF32(_)
+            | PixelFormat::ChannelNormalizedF32(_) => {
                 Pixels::F32(Vec::with_capacity(self.pixels_per_batch))
             }
             PixelFormat::RawU8 => Pixels::U8(Vec::with_capacity(self.pixels_per_batch)),

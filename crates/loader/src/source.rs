@@ -7,9 +7,23 @@ use burn::data::dataset::{Dataset, DatasetError};
 
 use crate::error::LoaderError;
 
-/// The shape of one single-channel image.
+/// The shape of one image: `channels` planes of `height` rows of `width` pixels.
+///
+/// A sample's bytes are channel-major (CHW): the whole first plane (row after row), then the
+/// second, and so on, as CIFAR's binary format stores them. A one-channel image (MNIST) is
+/// simply its rows.
+///
+/// ```
+/// use reclaim_loader::ImageShape;
+///
+/// assert_eq!(ImageShape::CIFAR.pixels(), Some(3 * 32 * 32));
+/// assert_eq!(ImageShape::MNIST.to_string(), "1x28x28");
+/// assert_eq!(ImageShape::grayscale(28, 28), ImageShape::MNIST);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ImageShape {
+    /// Channels (planes): 1 for grayscale, 3 for RGB.
+    pub channels: usize,
     /// Rows.
     pub height: usize,
     /// Columns.
@@ -17,26 +31,49 @@ pub struct ImageShape {
 }
 
 impl ImageShape {
-    /// MNIST and its family: 28 x 28.
-    pub const MNIST: ImageShape = ImageShape {
-        height: 28,
-        width: 28,
-    };
+    /// MNIST and its family: one channel of 28 x 28.
+    pub const MNIST: ImageShape = ImageShape::grayscale(28, 28);
 
-    /// `height * width`, or `None` on overflow.
+    /// CIFAR-10 and CIFAR-100: three channels (red, green, blue) of 32 x 32.
+    pub const CIFAR: ImageShape = ImageShape::new(3, 32, 32);
+
+    /// `channels` planes of `height` x `width`.
+    pub const fn new(channels: usize, height: usize, width: usize) -> Self {
+        Self {
+            channels,
+            height,
+            width,
+        }
+    }
+
+    /// One channel of `height` x `width`.
+    pub const fn grayscale(height: usize, width: usize) -> Self {
+        Self::new(1, height, width)
+    }
+
+    /// `channels * height * width`, the bytes of one sample, or `None` on overflow.
     pub fn pixels(self) -> Option<usize> {
+        self.plane_pixels()?.checked_mul(self.channels)
+    }
+
+    /// `height * width`, the pixels of one channel, or `None` on overflow.
+    pub fn plane_pixels(self) -> Option<usize> {
         self.height.checked_mul(self.width)
     }
 }
 
 impl fmt::Display for ImageShape {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}x{}", self.height, self.width)
+        write!(
+            formatter,
+            "{}x{}x{}",
+            self.channels, self.height, self.width
+        )
     }
 }
 
-/// A collection of labelled single-channel `u8` images that loader workers may read at the
-/// same time.
+/// A collection of labelled `u8` images (one or more channels, channel-major) that loader
+/// workers may read at the same time.
 ///
 /// Implemented zero-copy for [`reclaim_dataset::ImageDataset`] and [`RawImages`], and through
 /// [`BurnDatasetSource`] for any Burn [`Dataset`].
@@ -52,7 +89,8 @@ pub trait ImageSource: Sync {
     /// The shape shared by every image.
     fn image_shape(&self) -> ImageShape;
 
-    /// The pixels (row-major, `image_shape().pixels()` of them) and the label of sample
+    /// The pixels (channel-major, each plane row-major: `image_shape().pixels()` of them) and
+    /// the label of sample
     /// `index`, borrowed without a copy, for sources that hold their images in memory (or in a
     /// mapped file). Sources that cannot lend return `None` and are read with
     /// [`read_sample`](ImageSource::read_sample).
@@ -164,10 +202,7 @@ impl<'a> RawImages<'a> {
     pub fn new(pixels: &'a [u8], labels: &'a [u8], shape: ImageShape) -> Result<Self, LoaderError> {
         let pixels_per_image = match shape.pixels() {
             Some(0) | None => {
-                return Err(LoaderError::EmptyImages {
-                    height: shape.height,
-                    width: shape.width,
-                });
+                return Err(LoaderError::EmptyImages { shape });
             }
             Some(count) => count,
         };
@@ -234,7 +269,7 @@ impl ImageSource for RawImages<'_> {
 /// }
 ///
 /// let dataset = InMemDataset::new(vec![Item { image: [[0.0, 64.0], [128.0, 255.0]], label: 3 }]);
-/// let source = BurnDatasetSource::new(dataset, ImageShape { height: 2, width: 2 }, |item: Item, pixels: &mut [u8]| {
+/// let source = BurnDatasetSource::new(dataset, ImageShape::grayscale(2, 2), |item: Item, pixels: &mut [u8]| {
 ///     for (pixel, value) in pixels.iter_mut().zip(item.image.as_flattened()) {
 ///         *pixel = *value as u8;
 ///     }
@@ -326,15 +361,7 @@ mod tests {
     fn raw_images_lend_rows_and_labels() {
         let pixels: Vec<u8> = (0..12).collect();
         let labels = [1u8, 2, 3];
-        let source = RawImages::new(
-            &pixels,
-            &labels,
-            ImageShape {
-                height: 2,
-                width: 2,
-            },
-        )
-        .unwrap();
+        let source = RawImages::new(&pixels, &labels, ImageShape::grayscale(2, 2)).unwrap();
         assert_eq!(source.len(), 3);
         assert_eq!(source.borrow_sample(1), Some((&pixels[4..8], 2)));
         let mut copy = [0u8; 4];
@@ -345,15 +372,7 @@ mod tests {
     #[test]
     fn raw_images_reject_lengths_that_disagree() {
         let pixels = [0u8; 11];
-        let error = RawImages::new(
-            &pixels,
-            &[0, 0, 0],
-            ImageShape {
-                height: 2,
-                width: 2,
-            },
-        )
-        .unwrap_err();
+        let error = RawImages::new(&pixels, &[0, 0, 0], ImageShape::grayscale(2, 2)).unwrap_err();
         assert!(matches!(
             error,
             LoaderError::SampleSizeMismatch {
@@ -363,14 +382,7 @@ mod tests {
             }
         ));
         assert!(matches!(
-            RawImages::new(
-                &[],
-                &[],
-                ImageShape {
-                    height: 0,
-                    width: 5
-                }
-            ),
+            RawImages::new(&[], &[], ImageShape::grayscale(0, 5)),
             Err(LoaderError::EmptyImages { .. })
         ));
     }
@@ -398,10 +410,7 @@ mod tests {
     fn burn_dataset_errors_name_the_index() {
         let source = BurnDatasetSource::new(
             Failing,
-            ImageShape {
-                height: 1,
-                width: 1,
-            },
+            ImageShape::grayscale(1, 1),
             |item: u8, pixels: &mut [u8]| {
                 pixels[0] = item;
                 i64::from(item)

@@ -25,7 +25,8 @@ use crate::source::ImageShape;
 /// A batch as Burn tensors: images as floats, labels as integers.
 #[derive(Clone, Debug)]
 pub struct TensorBatch<const D: usize> {
-    /// `[B, H*W]` for `D = 2`, `[B, H, W]` for 3, `[B, 1, H, W]` for 4.
+    /// `[B, C*H*W]` for `D = 2`, `[B, H, W]` for 3 (one-channel images only), `[B, C, H, W]`
+    /// for 4.
     pub images: Tensor<D>,
     /// `[B]` class labels.
     pub labels: Tensor<1, Int>,
@@ -35,22 +36,30 @@ pub struct TensorBatch<const D: usize> {
 /// the device, e.g. `images.float() / 255`), labels as integers.
 #[derive(Clone, Debug)]
 pub struct RawTensorBatch<const D: usize> {
-    /// `[B, H*W]` for `D = 2`, `[B, H, W]` for 3, `[B, 1, H, W]` for 4; dtype `U8`.
+    /// `[B, C*H*W]` for `D = 2`, `[B, H, W]` for 3 (one-channel images only), `[B, C, H, W]`
+    /// for 4; dtype `U8`.
     pub images: Tensor<D, Int>,
     /// `[B]` class labels.
     pub labels: Tensor<1, Int>,
 }
 
-/// The dimensions of a batch of `batch_len` images of `shape` as a rank-`D` tensor.
+/// The dimensions of a batch of `batch_len` images of `shape` as a rank-`D` tensor: `[B, C*H*W]`,
+/// `[B, H, W]` (one channel only) or `[B, C, H, W]`.
 pub(crate) fn image_dims<const D: usize>(
     batch_len: usize,
     shape: ImageShape,
 ) -> Result<[usize; D], LoaderError> {
-    let ImageShape { height, width } = shape;
+    let ImageShape {
+        channels,
+        height,
+        width,
+    } = shape;
+    let pixels = shape.pixels().ok_or(LoaderError::EmptyImages { shape })?;
     let dims: &[usize] = match D {
-        2 => &[batch_len, height * width],
-        3 => &[batch_len, height, width],
-        4 => &[batch_len, 1, height, width],
+        2 => &[batch_len, pixels],
+        3 if channels == 1 => &[batch_len, height, width],
+        3 => return Err(LoaderError::TensorRankNeedsOneChannel { rank: 3, channels }),
+        4 => &[batch_len, channels, height, width],
         rank => return Err(LoaderError::UnsupportedTensorRank { rank }),
     };
     let mut out = [0; D];
@@ -280,5 +289,30 @@ mod tests {
         drop(fresh);
         pool.close();
         assert_eq!(accounting.report().current_bytes, 0);
+    }
+
+    #[test]
+    fn image_dims_carry_the_channels() {
+        assert_eq!(image_dims::<2>(5, ImageShape::CIFAR).unwrap(), [5, 3072]);
+        assert_eq!(
+            image_dims::<4>(5, ImageShape::CIFAR).unwrap(),
+            [5, 3, 32, 32]
+        );
+        assert_eq!(image_dims::<3>(5, ImageShape::MNIST).unwrap(), [5, 28, 28]);
+        assert_eq!(
+            image_dims::<4>(5, ImageShape::MNIST).unwrap(),
+            [5, 1, 28, 28]
+        );
+        assert!(matches!(
+            image_dims::<3>(5, ImageShape::CIFAR),
+            Err(LoaderError::TensorRankNeedsOneChannel {
+                rank: 3,
+                channels: 3
+            })
+        ));
+        assert!(matches!(
+            image_dims::<5>(5, ImageShape::CIFAR),
+            Err(LoaderError::UnsupportedTensorRank { rank: 5 })
+        ));
     }
 }

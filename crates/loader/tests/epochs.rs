@@ -112,6 +112,10 @@ fn batches_hold_the_converted_rows_of_their_indices() {
                             PixelFormat::NormalizedF32(n) => {
                                 (raw / 255.0 - n.mean) / n.standard_deviation
                             }
+                            PixelFormat::ChannelNormalizedF32(n) => {
+                                let n = n.statistics()[0];
+                                (raw / 255.0 - n.mean) / n.standard_deviation
+                            }
                             PixelFormat::RawU8 => raw,
                         };
                         let actual = batch.pixels[position * 12 + pixel];

@@ -23,10 +23,7 @@ impl ImageSource for IndexLabelled {
     }
 
     fn image_shape(&self) -> ImageShape {
-        ImageShape {
-            height: 1,
-            width: 1,
-        }
+        ImageShape::grayscale(1, 1)
     }
 
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Bytes;
 use reclaim_loader::LoaderState;
-use reclaim_model::{SimpleNn, WeightFormat};
+use reclaim_model::{Classifier, WeightFormat};
 use serde::{Deserialize, Serialize};
 
 use crate::files::write_file_atomically;
@@ -117,7 +117,7 @@ pub fn checkpoints_folder(run_folder: &Path) -> PathBuf {
 /// again before its next step).
 pub fn save_checkpoint(
     run_folder: &Path,
-    model: &SimpleNn,
+    model: &Classifier,
     optimizer: &ModuleOptimizer,
     state: &CheckpointState,
 ) -> Result<PathBuf, TrainError> {
@@ -151,7 +151,7 @@ pub fn save_checkpoint(
 fn write_checkpoint_files(
     folder: &Path,
     final_path: &Path,
-    model: &SimpleNn,
+    model: &Classifier,
     optimizer: &ModuleOptimizer,
     state: &CheckpointState,
 ) -> Result<(), TrainError> {
@@ -223,7 +223,7 @@ pub struct LoadedCheckpoint {
     /// The recorded state.
     pub state: CheckpointState,
     /// The model with the checkpoint's weights.
-    pub model: SimpleNn,
+    pub model: Classifier,
     /// The optimizer with the checkpoint's state (momentum buffers and so on).
     pub optimizer: ModuleOptimizer,
 }
@@ -232,7 +232,7 @@ pub struct LoadedCheckpoint {
 /// of the same shape and kind).
 pub fn load_checkpoint(
     path: &Path,
-    model: SimpleNn,
+    model: Classifier,
     optimizer: ModuleOptimizer,
 ) -> Result<LoadedCheckpoint, TrainError> {
     let read = |file: CheckpointFile| {

@@ -73,20 +73,33 @@ pub enum TrainError {
     },
     /// The model's input size does not fit the dataset's images.
     #[error(
-        "{images}: images are {height} x {width} = {pixels} pixels, but the model takes \
-         {model_inputs} inputs"
+        "{images}: images are {channels} x {height} x {width} = {pixels} pixels, but the model \
+         takes {model_inputs} inputs"
     )]
     InputSizeMismatch {
         /// The training images' file.
         images: PathBuf,
+        /// Image channels.
+        channels: usize,
         /// Image rows.
         height: usize,
         /// Image columns.
         width: usize,
-        /// `height * width`.
+        /// `channels * height * width`.
         pixels: usize,
         /// The model's input size.
         model_inputs: usize,
+    },
+    /// A convolutional model was configured for images of another shape (the same number of
+    /// values, arranged otherwise).
+    #[error("{images}: images are {images_shape}, but the model takes {model_shape} images")]
+    ImageShapeMismatch {
+        /// The training images' file.
+        images: PathBuf,
+        /// The images' shape, `CxHxW`.
+        images_shape: String,
+        /// The shape the model takes, `CxHxW`.
+        model_shape: String,
     },
     /// The test split's images have another shape than the training split's.
     #[error(

@@ -35,6 +35,7 @@
 
 mod backend;
 mod checkpoint;
+mod data;
 mod error;
 mod files;
 mod metrics;
@@ -53,6 +54,7 @@ pub use checkpoint::{
     CheckpointFile, CheckpointState, LoadedCheckpoint, PartialEpoch, checkpoints_folder,
     latest_checkpoint, load_checkpoint, read_checkpoint_state, save_checkpoint,
 };
+pub use data::{DataFingerprint, TrainingData};
 pub use error::TrainError;
 pub use files::RunFile;
 pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
@@ -70,7 +72,8 @@ pub use storage::DatasetStorage;
 pub use timeline::{MemoryTimeline, TimelineSample};
 pub use trainer::{
     CancellationFlag, Evaluation, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity,
-    StartPolicy, TrainConfig, TrainRun, evaluate_weights, train,
+    StartPolicy, TrainConfig, TrainRun, evaluate_weights, model_for_dataset, standard_augmentation,
+    train,
 };
 
 /// The README's examples, run as doctests.

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::Path;
 
-use reclaim_dataset::{DatasetSplits, ImageDataset, Split};
+use reclaim_dataset::{CifarSplits, CifarVariant, DatasetSplits, ImageDataset, Split};
 use serde::{Serialize, Serializer};
 
 use crate::TrainError;
@@ -77,6 +77,20 @@ impl DatasetStorage {
             // SAFETY: `mapped()` is the only way to this variant, and its caller promised
             // memmap2's contract for the dataset's files (see `DatasetStorage::mapped`).
             StorageChoice::Mapped => unsafe { DatasetSplits::open_mapped(folder)? },
+        })
+    }
+
+    /// Opens both splits of the CIFAR `variant` in `folder` with this storage.
+    pub fn open_cifar_splits(
+        self,
+        folder: &Path,
+        variant: CifarVariant,
+    ) -> Result<CifarSplits, TrainError> {
+        Ok(match self.kind {
+            StorageChoice::Owned => CifarSplits::open_owned(folder, variant)?,
+            // SAFETY: as in `open_splits`: the caller of `mapped()` promised the contract for
+            // every file of the dataset folder, the CIFAR record files included.
+            StorageChoice::Mapped => unsafe { CifarSplits::open_mapped(folder, variant)? },
         })
     }
 

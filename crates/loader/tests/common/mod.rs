@@ -13,7 +13,7 @@ pub fn pixel_value(index: usize, pixel: usize) -> u8 {
 
 /// `count` images of `shape` and their labels (`index % 10`).
 pub fn synthetic(count: usize, shape: ImageShape) -> (Vec<u8>, Vec<u8>) {
-    let pixels_per_image = shape.height * shape.width;
+    let pixels_per_image = shape.pixels().unwrap();
     let mut pixels = Vec::with_capacity(count * pixels_per_image);
     for index in 0..count {
         pixels.extend((0..pixels_per_image).map(|pixel| pixel_value(index, pixel)));
@@ -23,10 +23,7 @@ pub fn synthetic(count: usize, shape: ImageShape) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// A small image shape that keeps tests quick.
-pub const SMALL: ImageShape = ImageShape {
-    height: 3,
-    width: 4,
-};
+pub const SMALL: ImageShape = ImageShape::grayscale(3, 4);
 
 /// The vendored MNIST folder of the workspace.
 pub fn mnist_folder() -> PathBuf {

@@ -13,12 +13,14 @@ use std::time::Duration;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{ModuleOptimizer, SgdConfig};
-use reclaim_dataset::{DatasetFingerprint, ProgressDisplay};
-use reclaim_loader::{LoaderConfig, Normalization, Order, PixelFormat, Sampling};
-use reclaim_model::SimpleNnConfig;
+use reclaim_dataset::{DatasetName, FileFingerprint, ProgressDisplay};
+use reclaim_loader::{
+    Augmentation, ChannelNormalization, LoaderConfig, Normalization, Order, PixelFormat, Sampling,
+};
+use reclaim_model::{ClassifierConfig, ConvNetConfig, ModelKind, SimpleNnConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::{BackendChoice, DatasetStorage, TrainError};
+use crate::{BackendChoice, DataFingerprint, DatasetStorage, TrainError};
 
 /// What pixels become before they reach the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -26,8 +28,80 @@ pub enum PixelScaling {
     /// `pixel / 255`, in `[0, 1]` (the seed recipe's `transforms.ToTensor()`).
     #[default]
     UnitRange,
-    /// `(pixel / 255 - 0.1307) / 0.3081`, MNIST's mean and standard deviation.
+    /// `(pixel / 255 - 0.1307) / 0.3081`, MNIST's mean and standard deviation (one-channel
+    /// images).
     MnistStandardized,
+    /// `(pixel / 255 - mean[c]) / std[c]` with CIFAR-10's per-channel statistics
+    /// ([`ChannelNormalization::CIFAR10`]; three-channel images).
+    Cifar10Standardized,
+}
+
+impl PixelScaling {
+    /// Standardized with the statistics of `dataset`'s family: CIFAR-10's for CIFAR, MNIST's
+    /// otherwise.
+    pub fn standardized_for(dataset: DatasetName) -> Self {
+        if dataset.cifar_variant().is_some() {
+            PixelScaling::Cifar10Standardized
+        } else {
+            PixelScaling::MnistStandardized
+        }
+    }
+
+    /// What the loaders make of the pixels.
+    pub fn pixel_format(self) -> PixelFormat {
+        match self {
+            PixelScaling::UnitRange => PixelFormat::UnitF32,
+            PixelScaling::MnistStandardized => PixelFormat::NormalizedF32(Normalization::MNIST),
+            PixelScaling::Cifar10Standardized => {
+                PixelFormat::ChannelNormalizedF32(ChannelNormalization::CIFAR10)
+            }
+        }
+    }
+}
+
+/// The model of `kind` sized for `dataset`: its images' values (or shape, for the CNN) as
+/// inputs, its classes as outputs; the rest of the sizes are the model's defaults.
+///
+/// ```
+/// use reclaim_dataset::DatasetName;
+/// use reclaim_model::{ClassifierConfig, ModelKind};
+/// use reclaim_train::model_for_dataset;
+///
+/// let mlp = model_for_dataset(DatasetName::Mnist, ModelKind::Mlp);
+/// assert_eq!((mlp.input_size(), mlp.number_of_classes()), (784, 10));
+/// let cnn = model_for_dataset(DatasetName::Cifar100, ModelKind::Cnn);
+/// assert_eq!((cnn.input_size(), cnn.number_of_classes()), (3 * 32 * 32, 100));
+/// assert!(matches!(cnn, ClassifierConfig::Cnn(_)));
+/// ```
+pub fn model_for_dataset(dataset: DatasetName, kind: ModelKind) -> ClassifierConfig {
+    let channels = dataset.channels();
+    let (height, width) = dataset.image_size();
+    let classes = dataset.number_of_classes();
+    match kind {
+        ModelKind::Mlp => ClassifierConfig::Mlp(
+            SimpleNnConfig::new()
+                .with_input_size(channels * height * width)
+                .with_number_of_classes(classes),
+        ),
+        ModelKind::Cnn => ClassifierConfig::Cnn(ConvNetConfig {
+            channels,
+            height,
+            width,
+            number_of_classes: classes,
+            ..ConvNetConfig::new()
+        }),
+    }
+}
+
+/// The usual training augmentation of `dataset`: [`Augmentation::CIFAR`] (crop with padding 4,
+/// horizontal flip) for CIFAR, [`Augmentation::MNIST`] (crop with padding 2, no flip) for the
+/// MNIST family.
+pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
+    if dataset.cifar_variant().is_some() {
+        Augmentation::CIFAR
+    } else {
+        Augmentation::MNIST
+    }
 }
 
 /// Whether a run starts from scratch or continues from its newest checkpoint, and what it may
@@ -95,14 +169,20 @@ pub const MAX_EPOCHS: usize = u32::MAX as usize;
 pub struct TrainConfig {
     /// Where the computation runs.
     pub backend: BackendChoice,
-    /// The dataset folder (MNIST's four files, raw or `.gz`).
+    /// Which dataset of the catalogue `data_folder` holds, and so its format: the MNIST
+    /// family's four IDX files (raw or `.gz`) or CIFAR's record files.
+    pub dataset: DatasetName,
+    /// The dataset folder.
     pub data_folder: PathBuf,
     /// Whether the dataset is read into memory or mapped.
     pub storage: DatasetStorage,
     /// The run folder: metrics, checkpoints, reports and plots go here.
     pub run_folder: PathBuf,
-    /// The layer sizes.
-    pub model: SimpleNnConfig,
+    /// The model and its layer sizes (its input must be the dataset's images).
+    pub model: ClassifierConfig,
+    /// Random crops and flips of the training samples (none in the recipe); evaluation is
+    /// never augmented.
+    pub augmentation: Augmentation,
     /// Passes over the training split.
     pub epochs: usize,
     /// Samples per batch.
@@ -143,9 +223,11 @@ impl TrainConfig {
     pub fn recipe(backend: BackendChoice, data_folder: PathBuf, run_folder: PathBuf) -> Self {
         TrainConfig {
             backend,
+            dataset: DatasetName::Mnist,
             data_folder,
             run_folder,
-            model: SimpleNnConfig::new(),
+            model: ClassifierConfig::Mlp(SimpleNnConfig::new()),
+            augmentation: Augmentation::NONE,
             epochs: 2,
             batch_size: 64,
             learning_rate: 0.01,
@@ -167,9 +249,10 @@ impl TrainConfig {
 
     /// The settings a resumed run must share with the run it continues, on the dataset
     /// `dataset` identifies.
-    pub fn identity(&self, dataset: DatasetFingerprint) -> RunIdentity {
+    pub fn identity(&self, dataset: DataFingerprint) -> RunIdentity {
         RunIdentity {
             model: self.model.clone(),
+            augmentation: self.augmentation,
             batch_size: self.batch_size,
             learning_rate: self.learning_rate,
             momentum: self.momentum,
@@ -238,8 +321,8 @@ impl TrainConfig {
         if self.memory_sample_interval.is_zero() {
             return invalid("memory sample interval", "must be longer than zero");
         }
-        if self.model.input_size == 0 || self.model.number_of_classes == 0 {
-            return invalid("model", "needs at least one input and one output");
+        if let Err(error) = self.model.validate() {
+            return invalid("model", &error.to_string());
         }
         // config.json and every checkpoint record both folders as JSON text.
         for (setting, folder) in [
@@ -275,10 +358,7 @@ impl TrainConfig {
 
     /// What the loaders make of the pixels.
     pub(super) fn pixel_format(&self) -> PixelFormat {
-        match self.pixel_scaling {
-            PixelScaling::UnitRange => PixelFormat::UnitF32,
-            PixelScaling::MnistStandardized => PixelFormat::NormalizedF32(Normalization::MNIST),
-        }
+        self.pixel_scaling.pixel_format()
     }
 
     /// The epochs this call runs up to (counted from 1): all of them, or fewer when
@@ -306,7 +386,9 @@ impl TrainConfig {
             num_workers: self.workers,
             prefetch: 2,
             pixel_format: self.pixel_format(),
-            class_count: Some(self.model.number_of_classes),
+            class_count: Some(self.model.number_of_classes()),
+            augmentation: self.augmentation,
+            transform: None,
         }
     }
 }
@@ -317,8 +399,10 @@ impl TrainConfig {
 /// [`TrainConfig`] (backend, workers, epochs, progress bar, run folder) may change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunIdentity {
-    /// The layer sizes.
-    pub model: SimpleNnConfig,
+    /// The model and its layer sizes.
+    pub model: ClassifierConfig,
+    /// The training samples' augmentation (its draws are part of every batch).
+    pub augmentation: Augmentation,
     /// Samples per batch.
     pub batch_size: usize,
     /// SGD's learning rate.
@@ -336,8 +420,8 @@ pub struct RunIdentity {
     /// The dataset folder, canonical (absolute, links resolved) when it exists, as given
     /// otherwise.
     pub data_folder: PathBuf,
-    /// The dataset's four files, by size and checksum.
-    pub dataset: DatasetFingerprint,
+    /// The dataset's files, by size and checksum.
+    pub dataset: DataFingerprint,
 }
 
 /// One setting on which two runs differ, with both values (as Rust writes them: `Some(0.9)`).
@@ -368,6 +452,7 @@ impl RunIdentity {
         // Destructured, so that a field added to `RunIdentity` must be compared here.
         let RunIdentity {
             model,
+            augmentation,
             batch_size,
             learning_rate,
             momentum,
@@ -380,6 +465,7 @@ impl RunIdentity {
         } = self;
         [
             difference("model", model, &this_run.model),
+            difference("augmentation", augmentation, &this_run.augmentation),
             difference("batch size", batch_size, &this_run.batch_size),
             difference("learning rate", learning_rate, &this_run.learning_rate),
             difference("momentum", momentum, &this_run.momentum),
@@ -412,21 +498,46 @@ fn difference<T: PartialEq + fmt::Debug>(
     })
 }
 
-/// The dataset's difference, named by file rather than printed whole (four checksums): each
-/// file that differs, with its size and checksum on each side.
-fn dataset_difference(
-    checkpoint: &DatasetFingerprint,
-    this_run: &DatasetFingerprint,
-) -> Option<IdentityDifference> {
-    let files = |fingerprint: &DatasetFingerprint| {
-        [
-            ("training images", fingerprint.train_images.clone()),
-            ("training labels", fingerprint.train_labels.clone()),
-            ("test images", fingerprint.test_images.clone()),
-            ("test labels", fingerprint.test_labels.clone()),
+/// Each file of a fingerprint, named for a message: the four IDX files, or CIFAR's record files
+/// split by split (`training file 1`, ..., `test file 1`).
+fn named_files(fingerprint: &DataFingerprint) -> Vec<(String, FileFingerprint)> {
+    match fingerprint {
+        DataFingerprint::Idx(idx) => [
+            ("training images", &idx.train_images),
+            ("training labels", &idx.train_labels),
+            ("test images", &idx.test_images),
+            ("test labels", &idx.test_labels),
         ]
-    };
-    let describe = |differing: &[(&str, reclaim_dataset::FileFingerprint)]| {
+        .into_iter()
+        .map(|(name, file)| (name.to_string(), file.clone()))
+        .collect(),
+        DataFingerprint::Cifar(cifar) => {
+            let numbered = |split: &str, files: &[FileFingerprint]| {
+                let split = split.to_string();
+                files
+                    .iter()
+                    .enumerate()
+                    .map(move |(number, file)| {
+                        (format!("{split} file {}", number + 1), file.clone())
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let mut files = numbered(&format!("{} training", cifar.variant), &cifar.train);
+            files.extend(numbered(&format!("{} test", cifar.variant), &cifar.test));
+            files
+        }
+    }
+}
+
+/// The dataset's difference, named by file rather than printed whole (a checksum per file):
+/// each file that differs, with its size and checksum on each side (every file, when the two
+/// datasets are of different formats or counts of files).
+fn dataset_difference(
+    checkpoint: &DataFingerprint,
+    this_run: &DataFingerprint,
+) -> Option<IdentityDifference> {
+    let (checkpoint_files, this_run_files) = (named_files(checkpoint), named_files(this_run));
+    let describe = |differing: &[(String, FileFingerprint)]| {
         let described: Vec<String> = differing
             .iter()
             .map(|(file, print)| {
@@ -435,9 +546,21 @@ fn dataset_difference(
             .collect();
         described.join(", ")
     };
-    let (before, now): (Vec<_>, Vec<_>) = files(checkpoint)
+    let comparable = checkpoint_files.len() == this_run_files.len()
+        && checkpoint_files
+            .iter()
+            .zip(&this_run_files)
+            .all(|(before, now)| before.0 == now.0);
+    if !comparable {
+        return Some(IdentityDifference {
+            setting: "dataset",
+            checkpoint: describe(&checkpoint_files),
+            this_run: describe(&this_run_files),
+        });
+    }
+    let (before, now): (Vec<_>, Vec<_>) = checkpoint_files
         .into_iter()
-        .zip(files(this_run))
+        .zip(this_run_files)
         .filter(|(before, now)| before.1 != now.1)
         .unzip();
     (!before.is_empty()).then(|| IdentityDifference {
@@ -456,13 +579,64 @@ mod tests {
     }
 
     /// The fingerprint of a small dataset whose first training label is `first_label`.
-    fn fingerprint(first_label: u8) -> DatasetFingerprint {
+    fn fingerprint(first_label: u8) -> DataFingerprint {
         let folder = tempfile::tempdir().unwrap();
         crate::test_support::write_tiny_dataset(folder.path(), [2, 2], 3, 2);
         let labels = folder.path().join("train-labels-idx1-ubyte");
         reclaim_dataset::write_idx(&labels, &[3], &[first_label, 1, 2]).unwrap();
         let splits = DatasetStorage::owned().open_splits(folder.path()).unwrap();
-        splits.fingerprint()
+        DataFingerprint::Idx(splits.fingerprint())
+    }
+
+    /// The fingerprint of a CIFAR-10 folder of one training and one test record.
+    fn cifar_fingerprint() -> DataFingerprint {
+        use reclaim_dataset::{CifarRecord, CifarVariant, write_cifar_batch};
+        let folder = tempfile::tempdir().unwrap();
+        let image = [7u8; 3072];
+        for name in ["data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin"]
+            .into_iter()
+            .chain(["data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"])
+        {
+            let records = [CifarRecord::cifar10(3, &image)];
+            write_cifar_batch(folder.path().join(name), CifarVariant::Cifar10, &records).unwrap();
+        }
+        let splits = DatasetStorage::owned()
+            .open_cifar_splits(folder.path(), CifarVariant::Cifar10)
+            .unwrap();
+        DataFingerprint::Cifar(splits.fingerprint())
+    }
+
+    #[test]
+    fn a_dataset_of_another_format_differs_in_every_file() {
+        let checkpoint = config().identity(fingerprint(0));
+        let this_run = config().identity(cifar_fingerprint());
+        let differences = checkpoint.differences(&this_run);
+        assert_eq!(differences.len(), 1);
+        let text = differences[0].to_string();
+        assert!(text.contains("training images of"), "{text}");
+        assert!(
+            text.contains("CIFAR-10 test file 1 of 3073 bytes"),
+            "{text}"
+        );
+        assert!(
+            config()
+                .identity(cifar_fingerprint())
+                .differences(&this_run)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_changed_augmentation_is_a_difference() {
+        let checkpoint = config().identity(fingerprint(0));
+        let this_run = TrainConfig {
+            augmentation: Augmentation::CIFAR,
+            ..config()
+        }
+        .identity(fingerprint(0));
+        let differences = checkpoint.differences(&this_run);
+        assert_eq!(differences.len(), 1);
+        assert_eq!(differences[0].setting, "augmentation");
     }
 
     #[test]

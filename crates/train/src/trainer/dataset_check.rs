@@ -2,23 +2,25 @@
 //! model takes; every label is one of the model's classes; and the files' fingerprint, which a
 //! resumed run must share with its checkpoint.
 
-use std::path::Path;
-
-use reclaim_dataset::{DatasetFingerprint, DatasetSplits, IdxArray, ImageDataset};
-use reclaim_model::SimpleNnConfig;
+use reclaim_dataset::ImageDataset;
+use reclaim_loader::ImageShape;
+use reclaim_model::ClassifierConfig;
 
 use super::config::TrainConfig;
-use crate::TrainError;
+use crate::data::{SplitRole, TrainingData, given_path};
+use crate::{DataFingerprint, TrainError};
 
-/// What a run needs to know of its dataset before the baseline: the splits' sizes (for the
-/// warm-up's shapes) and the fingerprint (for the run's identity).
+/// What a run needs to know of its dataset before the baseline: the splits' sizes and image
+/// shape (for the warm-up's shapes) and the fingerprint (for the run's identity).
 pub(super) struct CheckedDataset {
     /// Samples of the training split.
     pub training_len: usize,
     /// Samples of the test split.
     pub test_len: usize,
-    /// The four files' sizes and checksums.
-    pub fingerprint: DatasetFingerprint,
+    /// The images' shape.
+    pub shape: ImageShape,
+    /// Every file's size and checksum.
+    pub fingerprint: DataFingerprint,
 }
 
 impl CheckedDataset {
@@ -26,63 +28,103 @@ impl CheckedDataset {
     /// ([`check_splits`]) and fingerprints them, then closes them again: they are opened anew
     /// after the baseline, where their memory is measured.
     pub(super) fn open_and_check(config: &TrainConfig) -> Result<Self, TrainError> {
-        let splits = config.storage.open_splits(&config.data_folder)?;
-        check_splits(&splits, &config.model)?;
+        let data = TrainingData::open(config.dataset, &config.data_folder, config.storage)?;
+        check_splits(&data, &config.model)?;
+        let shape = data.image_shape();
+        // The loaders' settings against the images, before the run folder is touched.
+        config.pixel_format().validate_for(shape)?;
+        config.augmentation.validate_for(shape)?;
         Ok(CheckedDataset {
-            training_len: splits.train.len(),
-            test_len: splits.test.len(),
-            fingerprint: splits.fingerprint(),
+            training_len: data.train().len(),
+            test_len: data.test().len(),
+            shape,
+            fingerprint: data.fingerprint(),
         })
     }
 }
 
-/// The path the user gave for an array: the `.gz` file when it was decompressed.
-fn given_path(array: &IdxArray) -> &Path {
-    array.compressed_source().unwrap_or(array.path())
-}
-
-/// Checks that both splits hold images, of the same shape, of the model's input size, with
-/// labels below its output size: each a typed error naming the file.
+/// Checks that both splits hold images, of the same shape, that the model takes, with labels
+/// below its number of classes: each a typed error naming the file.
 pub(super) fn check_splits(
-    splits: &DatasetSplits,
-    model: &SimpleNnConfig,
+    data: &TrainingData,
+    model: &ClassifierConfig,
 ) -> Result<(), TrainError> {
-    let (train, test) = (&splits.train, &splits.test);
-    for split in [train, test] {
-        if split.is_empty() {
+    for role in [SplitRole::Train, SplitRole::Test] {
+        if data.split(role).is_empty() {
             return Err(TrainError::EmptySplit {
-                images: given_path(split.images()).to_path_buf(),
+                images: data.images_path(role),
             });
         }
     }
-    let shape = |split: &ImageDataset| (split.image_height(), split.image_width());
-    if shape(train) != shape(test) {
+    let (train, test) = (data.train().image_shape(), data.test().image_shape());
+    if train != test {
         return Err(TrainError::SplitShapesDiffer {
-            train_images: given_path(train.images()).to_path_buf(),
-            train_height: train.image_height(),
-            train_width: train.image_width(),
-            test_images: given_path(test.images()).to_path_buf(),
-            test_height: test.image_height(),
-            test_width: test.image_width(),
+            train_images: data.images_path(SplitRole::Train),
+            train_height: train.height,
+            train_width: train.width,
+            test_images: data.images_path(SplitRole::Test),
+            test_height: test.height,
+            test_width: test.width,
         });
     }
-    if train.pixels_per_image() != model.input_size {
-        return Err(TrainError::InputSizeMismatch {
-            images: given_path(train.images()).to_path_buf(),
-            height: train.image_height(),
-            width: train.image_width(),
-            pixels: train.pixels_per_image(),
-            model_inputs: model.input_size,
-        });
-    }
-    for split in [train, test] {
-        check_labels(split, model.number_of_classes)?;
+    check_model_input(data, model, train)?;
+    for role in [SplitRole::Train, SplitRole::Test] {
+        check_labels(data, role, model.number_of_classes())?;
     }
     Ok(())
 }
 
-/// [`TrainError::LabelOutOfRange`] for the first label of `split` not below `classes`.
-fn check_labels(split: &ImageDataset, classes: usize) -> Result<(), TrainError> {
+/// [`TrainError::InputSizeMismatch`] when the model's inputs are not the images' values, and
+/// [`TrainError::ImageShapeMismatch`] when a convolutional model expects another shape.
+fn check_model_input(
+    data: &TrainingData,
+    model: &ClassifierConfig,
+    shape: ImageShape,
+) -> Result<(), TrainError> {
+    let pixels = shape.pixels().unwrap_or(usize::MAX);
+    if pixels != model.input_size() {
+        return Err(TrainError::InputSizeMismatch {
+            images: data.images_path(SplitRole::Train),
+            channels: shape.channels,
+            height: shape.height,
+            width: shape.width,
+            pixels,
+            model_inputs: model.input_size(),
+        });
+    }
+    if let ClassifierConfig::Cnn(network) = model {
+        let expected = ImageShape::new(network.channels, network.height, network.width);
+        if expected != shape {
+            return Err(TrainError::ImageShapeMismatch {
+                images: data.images_path(SplitRole::Train),
+                images_shape: shape.to_string(),
+                model_shape: expected.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// [`TrainError::LabelOutOfRange`] for the first label of the split not below `classes`.
+fn check_labels(data: &TrainingData, role: SplitRole, classes: usize) -> Result<(), TrainError> {
+    if let Some(split) = data.idx_split(role) {
+        return check_idx_labels(split, classes);
+    }
+    let source = data.split(role);
+    let label_of = |index| source.borrow_sample(index).map_or(0, |(_, label)| label);
+    match (0..source.len()).find(|&index| label_of(index) >= classes as i64) {
+        None => Ok(()),
+        Some(index) => Err(TrainError::LabelOutOfRange {
+            labels: data.images_path(role),
+            index,
+            label: u8::try_from(label_of(index)).unwrap_or(u8::MAX),
+            classes,
+        }),
+    }
+}
+
+/// The IDX labels file's first label not below `classes`, naming the labels file.
+fn check_idx_labels(split: &ImageDataset, classes: usize) -> Result<(), TrainError> {
     let labels = split.labels();
     match labels
         .iter()
@@ -104,15 +146,23 @@ mod tests {
     use crate::DatasetStorage;
     use crate::test_support::write_tiny_dataset;
 
-    fn open(folder: &Path) -> DatasetSplits {
-        DatasetStorage::owned().open_splits(folder).unwrap()
+    use reclaim_model::SimpleNnConfig;
+    use std::path::Path;
+
+    fn open(folder: &Path) -> TrainingData {
+        TrainingData::Idx(DatasetStorage::owned().open_splits(folder).unwrap())
     }
 
-    fn model(inputs: usize) -> SimpleNnConfig {
-        SimpleNnConfig {
+    fn mlp(inputs: usize, number_of_classes: usize) -> ClassifierConfig {
+        ClassifierConfig::Mlp(SimpleNnConfig {
             input_size: inputs,
+            number_of_classes,
             ..SimpleNnConfig::new()
-        }
+        })
+    }
+
+    fn model(inputs: usize) -> ClassifierConfig {
+        mlp(inputs, 10)
     }
 
     #[test]
@@ -137,7 +187,7 @@ mod tests {
             }
         ));
         assert!(
-            message.contains("train-images-idx3-ubyte") && message.contains("32 x 32"),
+            message.contains("train-images-idx3-ubyte") && message.contains("1 x 32 x 32"),
             "{message}"
         );
     }
@@ -194,10 +244,7 @@ mod tests {
             &[1u8, 7],
         )
         .unwrap();
-        let five_classes = SimpleNnConfig {
-            number_of_classes: 5,
-            ..model(16)
-        };
+        let five_classes = mlp(16, 5);
         // The training split's labels are 0, 1, 2: the test split's 7 is the first out.
         let error = check_splits(&open(folder.path()), &five_classes).unwrap_err();
         assert!(

@@ -9,9 +9,8 @@ use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use indicatif::ProgressBar;
-use reclaim_dataset::{DatasetSplits, ImageDataset};
-use reclaim_loader::{Epoch, Loader, LoaderState, TensorBatch};
-use reclaim_model::SimpleNn;
+use reclaim_loader::{Epoch, ImageSource, Loader, LoaderState, TensorBatch};
+use reclaim_model::Classifier;
 
 use super::config::{RunIdentity, TrainConfig};
 use super::evaluation::evaluate_source;
@@ -20,7 +19,7 @@ use super::resume::{MetricsWriters, RunProgress, TrainingState};
 use crate::checkpoint::{CheckpointState, PartialEpoch, save_checkpoint};
 use crate::phases::{PhaseSeconds, seconds_since};
 use crate::run_folder::PreviousRun;
-use crate::{EpochMetrics, ReleaseStage, StepMetrics, TrainError};
+use crate::{EpochMetrics, ReleaseStage, StepMetrics, TrainError, TrainingData};
 
 /// Steps whose losses are averaged into one line of `steps.jsonl`.
 const STEPS_PER_LOG_LINE: usize = 10;
@@ -33,11 +32,11 @@ const EPOCH_BAR_TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} steps  {msg}  
 /// model and the batch's loss, taken off the autodiff graph. The run and its warm-up both step
 /// through here, so the warm-up exercises exactly the code the run measures.
 pub(super) fn training_step(
-    model: SimpleNn,
+    model: Classifier,
     optimizer: &mut ModuleOptimizer,
     learning_rate: f64,
     batch: TensorBatch<2>,
-) -> (SimpleNn, Tensor<1>) {
+) -> (Classifier, Tensor<1>) {
     let TensorBatch { images, labels } = batch;
     let loss = model.loss(model.forward(images), labels);
     let gradients = GradientsParams::from_grads(loss.backward(), &model);
@@ -64,8 +63,8 @@ pub(super) struct EpochRun<'run> {
     pub phases: PhaseSeconds,
 }
 
-/// Trains on `splits.train` from where `run.progress` stands to the last epoch, evaluating on
-/// `splits.test` after each, inside the training loader's scope; records
+/// Trains on `data.train()` from where `run.progress` stands to the last epoch, evaluating on
+/// `data.test()` after each, inside the training loader's scope; records
 /// [`ReleaseStage::Trained`] before the scope ends. Returns the trained state and the loader's
 /// peak bytes.
 ///
@@ -76,18 +75,18 @@ pub(super) struct EpochRun<'run> {
 /// checkpoint written first).
 pub(super) fn train_epochs(
     run: &mut EpochRun<'_>,
-    splits: &DatasetSplits,
+    data: &TrainingData,
     mut state: TrainingState,
 ) -> Result<(TrainingState, usize), TrainError> {
-    let loader_config = run.config.training_loader_config(splits.train.len());
+    let loader_config = run.config.training_loader_config(data.train().len());
     std::thread::scope(|scope| {
-        let loader = Loader::new(&splits.train, loader_config)?;
+        let loader = Loader::new(data.train(), loader_config)?;
         while (run.progress.loader_state.epoch as usize) < run.config.last_epoch() {
             if run.config.cancellation.is_cancelled() {
                 let partial = run.progress.partial_epoch;
                 return Err(interrupt(run, &state, run.progress.loader_state, partial)?);
             }
-            state = run_one_epoch(run, &loader, scope, &splits.test, state)?;
+            state = run_one_epoch(run, &loader, scope, data.test(), state)?;
         }
         run.measurement.record_release(ReleaseStage::Trained);
         Ok((state, loader.memory_report().peak_bytes))
@@ -98,9 +97,9 @@ pub(super) fn train_epochs(
 /// checkpoint.
 fn run_one_epoch<'scope, 'dataset: 'scope>(
     run: &mut EpochRun<'_>,
-    loader: &Loader<'dataset, ImageDataset>,
+    loader: &Loader<'dataset, dyn ImageSource + 'dataset>,
     scope: &'scope Scope<'scope, '_>,
-    test_set: &ImageDataset,
+    test_set: &dyn ImageSource,
     state: TrainingState,
 ) -> Result<TrainingState, TrainError> {
     let number = run.progress.loader_state.epoch as usize + 1;
@@ -152,7 +151,7 @@ fn run_one_epoch<'scope, 'dataset: 'scope>(
 /// step and the epoch's totals.
 fn train_on_batches(
     run: &mut EpochRun<'_>,
-    epoch: &Epoch<'_, '_, ImageDataset>,
+    epoch: &Epoch<'_, '_, dyn ImageSource + '_>,
     epoch_number: usize,
     bar: &ProgressBar,
     state: TrainingState,
@@ -369,8 +368,8 @@ impl LossWindow {
 /// gives the epoch's metrics.
 fn evaluate_epoch(
     run: &mut EpochRun<'_>,
-    model: &SimpleNn,
-    test_set: &ImageDataset,
+    model: &Classifier,
+    test_set: &dyn ImageSource,
     trained: &TrainedEpoch,
 ) -> Result<EpochMetrics, TrainError> {
     let number = trained.number;
@@ -380,7 +379,7 @@ fn evaluate_epoch(
         &model.valid(),
         test_set,
         run.config.pixel_format(),
-        run.config.model.number_of_classes,
+        run.config.model.number_of_classes(),
         run.device,
     )?;
     let evaluation_seconds = seconds_since(evaluation_started);

@@ -1,15 +1,13 @@
 //! Evaluation on the test split: after each epoch, in the warm-up, and of saved weights.
 
-use std::path::PathBuf;
-
 use burn::tensor::{Device, Tensor};
-use reclaim_dataset::ImageDataset;
 use reclaim_loader::{ImageSource, Loader, LoaderConfig, PixelFormat, Sampling, TensorBatch};
-use reclaim_model::{SimpleNn, SimpleNnConfig, WeightFormat};
+use reclaim_model::{Classifier, ClassifierConfig, WeightFormat};
 use serde::{Deserialize, Serialize};
 
-use super::config::{PixelScaling, TrainConfig};
-use crate::{BackendChoice, TrainError};
+use super::config::PixelScaling;
+use super::dataset_check::check_splits;
+use crate::{BackendChoice, TrainError, TrainingData};
 
 /// The number of test images per evaluation batch.
 pub(super) const EVALUATION_BATCH_SIZE: usize = 1000;
@@ -28,7 +26,7 @@ pub struct Evaluation {
 /// Evaluates `model` on every sample of `source`, in batches of [`EVALUATION_BATCH_SIZE`],
 /// each label checked to be below `class_count` as it is read.
 pub(super) fn evaluate_source<S: ImageSource + ?Sized>(
-    model: &SimpleNn,
+    model: &Classifier,
     source: &S,
     pixel_format: PixelFormat,
     class_count: usize,
@@ -71,36 +69,27 @@ pub(super) fn evaluate_source<S: ImageSource + ?Sized>(
     })
 }
 
-/// Evaluates burnpack weights on `test_set` (opened by the caller, owned or mapped: see
-/// [`DatasetStorage::open_split`](crate::DatasetStorage::open_split)).
+/// Evaluates burnpack weights of a `model` on the test split of `data` (opened by the caller,
+/// owned or mapped: see [`TrainingData::open`]), after the same checks of the dataset against
+/// the model as a run makes.
 pub fn evaluate_weights(
     weights: &[u8],
-    model: &SimpleNnConfig,
-    test_set: &ImageDataset,
+    model: &ClassifierConfig,
+    data: &TrainingData,
     backend: BackendChoice,
     pixel_scaling: PixelScaling,
 ) -> Result<Evaluation, TrainError> {
-    if test_set.pixels_per_image() != model.input_size {
-        let images = test_set.images();
-        return Err(TrainError::InputSizeMismatch {
-            images: images
-                .compressed_source()
-                .unwrap_or(images.path())
-                .to_path_buf(),
-            height: test_set.image_height(),
-            width: test_set.image_width(),
-            pixels: test_set.pixels_per_image(),
-            model_inputs: model.input_size,
-        });
-    }
+    check_splits(data, model)?;
     let device = backend.device()?;
-    let classes = model.number_of_classes;
+    let classes = model.number_of_classes();
     let model = model
-        .init(&device)
+        .init(&device)?
         .load_weight_bytes(weights, WeightFormat::Burnpack)?;
-    let config = TrainConfig {
-        pixel_scaling,
-        ..TrainConfig::recipe(backend, PathBuf::new(), PathBuf::new())
-    };
-    evaluate_source(&model, test_set, config.pixel_format(), classes, &device)
+    evaluate_source(
+        &model,
+        data.test(),
+        pixel_scaling.pixel_format(),
+        classes,
+        &device,
+    )
 }

@@ -29,13 +29,13 @@ use std::time::Instant;
 
 pub use config::{
     CancellationFlag, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity, StartPolicy,
-    TrainConfig,
+    TrainConfig, model_for_dataset, standard_augmentation,
 };
 pub use evaluation::{Evaluation, evaluate_weights};
 
 use crate::phases::{PhaseSeconds, seconds_since};
 use crate::release::ReleaseReport;
-use crate::{EpochMetrics, TrainError};
+use crate::{EpochMetrics, TrainError, TrainingData};
 use epochs::EpochRun;
 use measurement::RunMeasurement;
 use resume::{PreparedRun, TrainingState};
@@ -94,7 +94,7 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         let state = TrainingState::fresh_or_resumed(config, &training_device, resumed.as_ref())?;
         let start_up = seconds_since(started) - warm_up_seconds;
         let opening_started = Instant::now();
-        let splits = config.storage.open_splits(&config.data_folder)?;
+        let data = TrainingData::open(config.dataset, &config.data_folder, config.storage)?;
         let dataset_opening = seconds_since(opening_started);
         measurement.mark("dataset opened");
         let mut epoch_run = EpochRun {
@@ -114,12 +114,12 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
                 ..PhaseSeconds::default()
             },
         };
-        let (state, peak_loader_bytes) = epochs::train_epochs(&mut epoch_run, &splits, state)?;
+        let (state, peak_loader_bytes) = epochs::train_epochs(&mut epoch_run, &data, state)?;
         let phases = epoch_run.phases;
         // Frees what the epochs held (the newest checkpoint's path) before the release.
         drop(epoch_run);
         let release_started = Instant::now();
-        release::release_in_order(splits, state, &mut measurement, &final_weights_path)?;
+        release::release_in_order(data, state, &mut measurement, &final_weights_path)?;
         Ok((measurement, peak_loader_bytes, phases, release_started))
     })();
     let (measurement, peak_loader_bytes, mut phases, release_started) = match trained {

@@ -2,13 +2,12 @@
 
 use std::path::Path;
 
-use reclaim_dataset::DatasetSplits;
 use reclaim_model::WeightFormat;
 
 use super::measurement::RunMeasurement;
 use super::resume::TrainingState;
 use crate::files::write_file_atomically;
-use crate::{ReleaseStage, TrainError};
+use crate::{ReleaseStage, TrainError, TrainingData};
 
 /// Gives the run's memory back, recording each [`ReleaseStage`] after `Trained`:
 /// `del loader` (the training loader's scope has just ended), `del dataset` (both splits
@@ -17,7 +16,7 @@ use crate::{ReleaseStage, TrainError};
 /// it leaves the pool — and then the pool cleaned once more, now that the last owner of device
 /// memory is gone ([`ReleaseStage::FinalCleanup`]).
 pub(super) fn release_in_order(
-    splits: DatasetSplits,
+    data: TrainingData,
     state: TrainingState,
     measurement: &mut RunMeasurement,
     final_weights_path: &Path,
@@ -25,7 +24,7 @@ pub(super) fn release_in_order(
     // The scope has ended: the loader, its epochs and every worker thread are gone.
     measurement.record_release(ReleaseStage::LoaderScopeEnded);
 
-    drop(splits);
+    drop(data);
     measurement.record_release(ReleaseStage::DatasetDropped);
 
     let TrainingState { model, optimizer } = state;

@@ -10,7 +10,7 @@ use std::time::Instant;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use reclaim_loader::LoaderState;
-use reclaim_model::SimpleNn;
+use reclaim_model::Classifier;
 
 use super::config::{RunIdentity, StartPolicy, TrainConfig};
 use super::dataset_check::CheckedDataset;
@@ -78,7 +78,7 @@ pub(super) struct MetricsWriters {
 
 /// The model being trained and its optimizer.
 pub(super) struct TrainingState {
-    pub model: SimpleNn,
+    pub model: Classifier,
     pub optimizer: ModuleOptimizer,
 }
 
@@ -258,7 +258,7 @@ impl TrainingState {
         training_device: &Device,
         resumed: Option<&ResumePoint>,
     ) -> Result<Self, TrainError> {
-        let model = config.model.init_seeded(training_device, config.seed);
+        let model = config.model.init_seeded(training_device, config.seed)?;
         let optimizer = config.optimizer();
         let Some(point) = resumed else {
             return Ok(TrainingState { model, optimizer });

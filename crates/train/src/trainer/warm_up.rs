@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
-use reclaim_loader::{ImageShape, Loader, LoaderConfig, RawImages, Sampling};
-use reclaim_model::SimpleNn;
+use reclaim_loader::{Loader, LoaderConfig, RawImages, Sampling};
+use reclaim_model::Classifier;
 
 use super::config::TrainConfig;
 use super::dataset_check::CheckedDataset;
@@ -70,17 +70,15 @@ pub(super) fn warm_up(
     let _ = receiver.recv_timeout(Duration::from_millis(1));
 
     let samples = shapes.training_samples.max(shapes.evaluation_samples);
-    let pixels = vec![0u8; samples * config.model.input_size];
+    // The checks made the dataset's shape countable and the model's input.
+    let pixels_per_image = dataset.shape.pixels().unwrap_or(0);
+    let pixels = vec![0u8; samples * pixels_per_image];
     let labels = vec![0u8; samples];
     let synthetic = |count: usize| {
-        let shape = ImageShape {
-            height: 1,
-            width: config.model.input_size,
-        };
         RawImages::new(
-            &pixels[..count * config.model.input_size],
+            &pixels[..count * pixels_per_image],
             &labels[..count],
-            shape,
+            dataset.shape,
         )
     };
     let model = warm_up_training(
@@ -93,7 +91,7 @@ pub(super) fn warm_up(
         &model.valid(),
         &synthetic(shapes.evaluation_samples)?,
         config.pixel_format(),
-        config.model.number_of_classes,
+        config.model.number_of_classes(),
         device,
     )?;
     training_device.sync().map_err(|error| TrainError::Device {
@@ -107,7 +105,7 @@ fn warm_up_training(
     device: &Device,
     config: &TrainConfig,
     source: &RawImages<'_>,
-) -> Result<SimpleNn, TrainError> {
+) -> Result<Classifier, TrainError> {
     let loader = Loader::new(
         source,
         LoaderConfig {
@@ -115,12 +113,13 @@ fn warm_up_training(
             sampling: Sampling::Shuffled,
             num_workers: config.workers,
             pixel_format: config.pixel_format(),
+            augmentation: config.augmentation,
             ..LoaderConfig::default()
         },
     )?;
-    let model = config.model.init(training_device);
+    let model = config.model.init(training_device)?;
     let mut optimizer = config.optimizer();
-    std::thread::scope(|scope| -> Result<SimpleNn, TrainError> {
+    std::thread::scope(|scope| -> Result<Classifier, TrainError> {
         let mut model = model;
         let epoch = loader.epoch(scope, 0)?;
         let mut loss_sum = Tensor::<1>::zeros([1], device);
