@@ -1,18 +1,34 @@
-//! `reclaim bench loader`: whole epochs of the train split through the loader into tensors.
+//! `reclaim bench loader`: whole epochs of a dataset's train split through the loader into
+//! tensors, optionally with the dataset's usual training augmentation.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use burn::tensor::{Device, Tensor};
-use reclaim_dataset::{Family, ImageDataset, Split, resolve_data_folder};
-use reclaim_loader::{Loader, LoaderConfig, TensorBatch};
+use reclaim_dataset::{CifarDataset, DatasetName, ImageDataset, Split, resolve_dataset_folder};
+use reclaim_loader::{
+    Augmentation, HorizontalFlip, ImageShape, ImageSource, Loader, LoaderConfig, RandomCrop,
+    TensorBatch,
+};
 
 use reclaim_train::BackendChoice;
 
 /// Arguments of `reclaim bench loader`.
 #[derive(Debug, clap::Args)]
 pub struct BenchLoaderArguments {
+    /// The dataset whose train split is loaded: mnist, fashion-mnist, kmnist, cifar10 or
+    /// cifar100.
+    #[arg(long, default_value = "mnist")]
+    pub dataset: DatasetName,
+    /// Augment every sample as the dataset's usual training recipe does, fused into the
+    /// conversion. CIFAR: a random crop of 32 x 32 from the image padded with 4 zero pixels,
+    /// then a random horizontal flip. The MNIST family: a random crop with padding 2 only (no
+    /// flip: digits and characters are not mirror images of each other). Without it, images
+    /// are used as they are. Pixels are normalized either way: CIFAR-10's per-channel
+    /// statistics for CIFAR, MNIST's for the MNIST family.
+    #[arg(long)]
+    pub augment: bool,
     /// The Burn backend the tensors are made on: ndarray, flex, wgpu or cuda (each needs its
     /// cargo feature).
     #[arg(long, default_value = "ndarray")]
@@ -29,10 +45,11 @@ pub struct BenchLoaderArguments {
     /// Whole epochs to run.
     #[arg(long, default_value_t = 3)]
     pub epochs: u64,
-    /// The shuffle's seed.
+    /// The shuffle's and the augmentation's seed.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// The MNIST folder (default: $RECLAIM_DATA, else the workspace's data/mnist).
+    /// The data folder: the dataset's own folder, or the folder holding it under its name
+    /// (default: $RECLAIM_DATA, else the workspace's data/).
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// Print one JSON object instead of text.
@@ -49,6 +66,8 @@ struct Measurements {
     peak_loader_bytes: usize,
     loader_bytes_after: usize,
     device_ready: Duration,
+    /// The process's `VmHWM` at the end (the mapped dataset's pages included), where known.
+    process_peak_resident_bytes: Option<u64>,
 }
 
 impl Measurements {
@@ -61,47 +80,109 @@ impl Measurements {
     }
 }
 
+/// What the report says about the run besides the figures.
+struct RunDescription<'a> {
+    arguments: &'a BenchLoaderArguments,
+    dataset_samples: usize,
+    shape: ImageShape,
+    config: &'a LoaderConfig,
+}
+
 /// Runs `reclaim bench loader`.
 /// Ctrl-C or SIGTERM stops it after the current batch (exit status 130; it keeps no state).
 pub fn run(arguments: BenchLoaderArguments) -> anyhow::Result<()> {
     anyhow::ensure!(arguments.epochs > 0, "--epochs must be at least 1");
     super::interrupt::install()?;
-    let folder = resolve_data_folder(arguments.data.as_deref(), Family::Mnist)?;
-    // SAFETY: the dataset files are only read; nothing in this process writes them, and the
-    // decompressed cache is only ever replaced by rename, never modified in place.
-    let dataset = unsafe { ImageDataset::open_mapped(&folder, Split::Train) }
-        .with_context(|| format!("opening the MNIST train split in {}", folder.display()))?;
-
-    let device_started = Instant::now();
-    let device = arguments.backend.device()?;
-    // Initialize the device (and its lazily created runtime) before timing the loader.
-    let _ = Tensor::<1>::zeros([1], &device).into_data();
-    let device_ready = device_started.elapsed();
-
-    let config = LoaderConfig {
-        batch_size: arguments.batch_size,
-        num_workers: arguments.workers,
-        prefetch: arguments.prefetch,
-        ..LoaderConfig::mnist_training(arguments.seed)
+    let folder = resolve_dataset_folder(arguments.data.as_deref(), arguments.dataset)?;
+    let split = open_train_split(arguments.dataset, &folder)?;
+    let source = &*split;
+    let (device, device_ready) = ready_device(&arguments)?;
+    let config = loader_config(&arguments);
+    let measurements = measure(
+        source,
+        config.clone(),
+        &device,
+        arguments.epochs,
+        device_ready,
+    )?;
+    let description = RunDescription {
+        arguments: &arguments,
+        dataset_samples: source.len(),
+        shape: source.image_shape(),
+        config: &config,
     };
-    let measurements = measure(&dataset, config, &device, arguments.epochs, device_ready)?;
     if arguments.json {
-        println!("{}", json(&arguments, &dataset, &measurements));
+        println!("{}", json(&description, &measurements));
     } else {
-        print_text(&arguments, &dataset, &measurements);
+        print_text(&description, &measurements);
     }
     Ok(())
 }
 
+/// Memory-maps the train split of `dataset` in `folder`, in its format.
+fn open_train_split(dataset: DatasetName, folder: &Path) -> anyhow::Result<Box<dyn ImageSource>> {
+    let context = || format!("opening the {dataset} train split in {}", folder.display());
+    let split: Box<dyn ImageSource> = match dataset.cifar_variant() {
+        // SAFETY: the record files are only read; nothing in this process writes them (a file
+        // truncated by another process is caught by the loader's per-batch check).
+        Some(variant) => Box::new(
+            unsafe { CifarDataset::open_mapped(folder, variant, Split::Train) }
+                .with_context(context)?,
+        ),
+        // SAFETY: the dataset files are only read; nothing in this process writes them, and the
+        // decompressed cache is only ever replaced by rename, never modified in place.
+        None => Box::new(
+            unsafe { ImageDataset::open_mapped(folder, Split::Train) }.with_context(context)?,
+        ),
+    };
+    Ok(split)
+}
+
+/// The device, initialized (with its lazily created runtime) before the loader is timed, and
+/// how long that took.
+fn ready_device(arguments: &BenchLoaderArguments) -> anyhow::Result<(Device, Duration)> {
+    let started = Instant::now();
+    let device = arguments.backend.device()?;
+    let _ = Tensor::<1>::zeros([1], &device).into_data();
+    Ok((device, started.elapsed()))
+}
+
+/// The dataset's training recipe with the command's batch size, workers and prefetch.
+fn loader_config(arguments: &BenchLoaderArguments) -> LoaderConfig {
+    let recipe = match arguments.dataset.cifar_variant() {
+        Some(_) => LoaderConfig::cifar_training(arguments.seed),
+        None => LoaderConfig::mnist_training(arguments.seed),
+    };
+    LoaderConfig {
+        batch_size: arguments.batch_size,
+        num_workers: arguments.workers,
+        prefetch: arguments.prefetch,
+        augmentation: augmentation_for(arguments.dataset, arguments.augment),
+        ..recipe
+    }
+}
+
+/// What `--augment` means for `dataset` (see its help text).
+fn augmentation_for(dataset: DatasetName, augment: bool) -> Augmentation {
+    match (augment, dataset.cifar_variant()) {
+        (false, _) => Augmentation::NONE,
+        (true, Some(_)) => Augmentation::CIFAR,
+        (true, None) => Augmentation {
+            crop: Some(RandomCrop { padding: 2 }),
+            horizontal_flip: HorizontalFlip::Never,
+        },
+    }
+}
+
 fn measure(
-    dataset: &ImageDataset,
+    source: &dyn ImageSource,
     config: LoaderConfig,
     device: &Device,
     epochs: u64,
     device_ready: Duration,
 ) -> anyhow::Result<Measurements> {
     let started = Instant::now();
-    let loader = Loader::new(dataset, config).context("configuring the loader")?;
+    let loader = Loader::new(source, config).context("configuring the loader")?;
     let mut first_batch = None;
     let mut samples = 0;
     let mut epoch_durations = Vec::new();
@@ -114,18 +195,11 @@ fn measure(
             };
             let epoch = loader.epoch(scope, epoch_number)?;
             for batch in &epoch {
-                let TensorBatch { images, labels } = batch?.into_tensors::<2>(device)?;
+                let TensorBatch { images, labels } = batch?.into_tensors::<4>(device)?;
                 samples += images.dims()[0];
                 first_batch.get_or_insert_with(|| started.elapsed());
                 drop((images, labels));
-                if super::interrupt::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-                    return Err(super::interrupt::Interrupted {
-                        message: format!(
-                            "the loader bench stopped in epoch {epoch_number}; nothing was reported"
-                        ),
-                    }
-                    .into());
-                }
+                stop_if_interrupted(epoch_number)?;
             }
             drop(epoch);
             device
@@ -142,14 +216,52 @@ fn measure(
         peak_loader_bytes: loader.memory_report().peak_bytes,
         loader_bytes_after: loader.memory_report().current_bytes,
         device_ready,
+        process_peak_resident_bytes: reclaim_memory::resident_bytes().map(|(_, peak)| peak),
     })
 }
 
-fn print_text(arguments: &BenchLoaderArguments, dataset: &ImageDataset, measured: &Measurements) {
+fn stop_if_interrupted(epoch_number: u64) -> anyhow::Result<()> {
+    if super::interrupt::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(super::interrupt::Interrupted {
+            message: format!(
+                "the loader bench stopped in epoch {epoch_number}; nothing was reported"
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// `none`, or the crop and the flip in words.
+fn augmentation_text(augmentation: Augmentation) -> String {
+    let mut parts = Vec::new();
+    if let Some(RandomCrop { padding }) = augmentation.crop {
+        parts.push(format!("random crop (padding {padding})"));
+    }
+    if augmentation.horizontal_flip == HorizontalFlip::Random {
+        parts.push("random horizontal flip".to_owned());
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(" + ")
+    }
+}
+
+fn mebibytes(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
+}
+
+fn print_text(description: &RunDescription<'_>, measured: &Measurements) {
+    let arguments = description.arguments;
     println!(
-        "reclaim bench loader: MNIST train ({} images, memory-mapped), backend {}, batch {}, \
-         {} workers, prefetch {}, seed {}",
-        dataset.len(),
+        "reclaim bench loader: {} train ({} images of {}, memory-mapped), augmentation {}, \
+         pixels {}, backend {}, batch {}, {} workers, prefetch {}, seed {}",
+        arguments.dataset,
+        description.dataset_samples,
+        description.shape,
+        augmentation_text(description.config.augmentation),
+        description.config.pixel_format.name(),
         arguments.backend,
         arguments.batch_size,
         arguments.workers,
@@ -160,9 +272,13 @@ fn print_text(arguments: &BenchLoaderArguments, dataset: &ImageDataset, measured
         println!(
             "  epoch {epoch}: {:.1} ms ({:.0} samples/s)",
             duration.as_secs_f64() * 1e3,
-            dataset.len() as f64 / duration.as_secs_f64().max(f64::MIN_POSITIVE)
+            description.dataset_samples as f64 / duration.as_secs_f64().max(f64::MIN_POSITIVE)
         );
     }
+    print_text_summary(measured);
+}
+
+fn print_text_summary(measured: &Measurements) {
     println!(
         "samples per second: {:.0} ({} samples in {:.3} s)",
         measured.samples_per_second(),
@@ -177,24 +293,37 @@ fn print_text(arguments: &BenchLoaderArguments, dataset: &ImageDataset, measured
     println!(
         "peak loader memory: {} bytes ({:.2} MiB); held after the run: {} bytes",
         measured.peak_loader_bytes,
-        measured.peak_loader_bytes as f64 / (1024.0 * 1024.0),
+        mebibytes(measured.peak_loader_bytes as f64),
         measured.loader_bytes_after
     );
+    if let Some(peak) = measured.process_peak_resident_bytes {
+        println!(
+            "process peak RSS (VmHWM, the mapped dataset's pages included): {:.1} MiB",
+            mebibytes(peak as f64)
+        );
+    }
 }
 
-fn json(
-    arguments: &BenchLoaderArguments,
-    dataset: &ImageDataset,
-    measured: &Measurements,
-) -> String {
+fn json(description: &RunDescription<'_>, measured: &Measurements) -> String {
+    let arguments = description.arguments;
+    let augmentation = description.config.augmentation;
+    let shape = description.shape;
     let epoch_ms: Vec<f64> = measured
         .epoch_durations
         .iter()
         .map(|duration| duration.as_secs_f64() * 1e3)
         .collect();
     serde_json::json!({
+        "dataset": arguments.dataset.name(),
+        "image_shape": [shape.channels, shape.height, shape.width],
+        "augmentation": {
+            "crop_padding": augmentation.crop.map(|RandomCrop { padding }| padding),
+            "horizontal_flip": augmentation.horizontal_flip == HorizontalFlip::Random,
+            "description": augmentation_text(augmentation),
+        },
+        "pixel_format": description.config.pixel_format.name(),
         "backend": arguments.backend.name(),
-        "dataset_samples": dataset.len(),
+        "dataset_samples": description.dataset_samples,
         "batch_size": arguments.batch_size,
         "workers": arguments.workers,
         "prefetch": arguments.prefetch,
@@ -208,6 +337,7 @@ fn json(
         "epoch_ms": epoch_ms,
         "peak_loader_bytes": measured.peak_loader_bytes,
         "loader_bytes_after": measured.loader_bytes_after,
+        "process_peak_rss_bytes": measured.process_peak_resident_bytes,
     })
     .to_string()
 }

@@ -16,6 +16,10 @@ use crate::{DatasetStorage, TrainError};
 /// Both splits of a run's dataset, opened with its [`DatasetStorage`]. Dropping it unmaps (or
 /// frees) every file.
 #[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per run, made once and never moved in a loop"
+)]
 pub enum TrainingData {
     /// MNIST, Fashion-MNIST or KMNIST: four IDX files.
     Idx(DatasetSplits),
