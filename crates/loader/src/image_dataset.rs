@@ -3,6 +3,25 @@
 use crate::error::LoaderError;
 use crate::source::{ImageShape, ImageSource};
 
+/// Copies sample `index`'s `image` into `pixels` and returns its `label`, or
+/// [`LoaderError::SampleSizeMismatch`] when the two lengths differ.
+fn copy_sample(
+    index: usize,
+    image: &[u8],
+    label: u8,
+    pixels: &mut [u8],
+) -> Result<i64, LoaderError> {
+    if image.len() != pixels.len() {
+        return Err(LoaderError::SampleSizeMismatch {
+            index,
+            expected: pixels.len(),
+            actual: image.len(),
+        });
+    }
+    pixels.copy_from_slice(image);
+    Ok(i64::from(label))
+}
+
 impl ImageSource for reclaim_dataset::ImageDataset {
     fn len(&self) -> usize {
         reclaim_dataset::ImageDataset::len(self)
@@ -24,16 +43,7 @@ impl ImageSource for reclaim_dataset::ImageDataset {
     }
 
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
-        let image = self.image(index);
-        if image.len() != pixels.len() {
-            return Err(LoaderError::SampleSizeMismatch {
-                index,
-                expected: pixels.len(),
-                actual: image.len(),
-            });
-        }
-        pixels.copy_from_slice(image);
-        Ok(i64::from(self.label(index)))
+        copy_sample(index, self.image(index), self.label(index), pixels)
     }
 
     /// A mapped dataset whose file was truncated under the map (the guard of reclaim-dataset
@@ -66,16 +76,7 @@ impl ImageSource for reclaim_dataset::CifarDataset {
     }
 
     fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
-        let image = self.image(index);
-        if image.len() != pixels.len() {
-            return Err(LoaderError::SampleSizeMismatch {
-                index,
-                expected: pixels.len(),
-                actual: image.len(),
-            });
-        }
-        pixels.copy_from_slice(image);
-        Ok(i64::from(self.label(index)))
+        copy_sample(index, self.image(index), self.label(index), pixels)
     }
 
     /// As for IDX: a record file truncated under its map is [`LoaderError::SourceChanged`].
