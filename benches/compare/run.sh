@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The PyTorch recipe and Burn's recipe next to `reclaim train`, same settings, one table.
 #
-#   benches/compare/run.sh [--output FILE] [--keep DIR]
+#   benches/compare/run.sh [--backend flex|ndarray] [--output FILE] [--keep DIR]
 #
+# Reclaim and Burn's recipe run on the same CPU backend: flex (reclaim train's default) unless
+# --backend says otherwise.
 # RECLAIM_COMPARE_EPOCHS=N overrides the number of epochs (2) on both sides, for a quick check.
 # PyTorch is installed on first use into benches/compare/.venv (from PyPI; never in CI).
 # See benches/compare/README.md.
@@ -14,15 +16,18 @@ venv="$here/.venv"
 torch_requirements=(torch==2.15.0 torchvision==0.29.2)
 
 usage() {
-    sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+    sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
+backend=flex
 output=""
 keep=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --output) [[ $# -ge 2 ]] || { echo "run.sh: --output needs a file" >&2; exit 2; }
                   output="$(realpath -m -- "$2")"; shift 2 ;;
+        --backend) [[ $# -ge 2 && ( "$2" == flex || "$2" == ndarray ) ]] || { echo "run.sh: --backend is flex or ndarray" >&2; exit 2; }
+                  backend="$2"; shift 2 ;;
         --keep)   [[ $# -ge 2 ]] || { echo "run.sh: --keep needs a folder" >&2; exit 2; }
                   keep="$(realpath -m -- "$2")"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
@@ -82,7 +87,7 @@ timed "$work/pytorch.time" "$venv/bin/python" "$here/pytorch_recipe.py" --epochs
     --data "$repository/data/mnist" >"$work/pytorch.json"
 
 say "reclaim train, $epochs epoch(s)"
-timed "$work/reclaim.time" "$reclaim" train --quiet --backend ndarray --epochs "$epochs" \
+timed "$work/reclaim.time" "$reclaim" train --quiet --backend "$backend" --epochs "$epochs" \
     --batch-size 64 --lr 0.01 --seed 42 --workers 0 --data "$repository/data/mnist" \
     --out "$work/reclaim-run" >"$work/reclaim.out"
 cat "$work/reclaim.out" >&2
@@ -92,7 +97,7 @@ cat "$work/reclaim.out" >&2
 python3 "$here/burn_cache.py" "$repository/data/mnist" "$work/cache/burn-dataset/mnist"
 say "Burn's recipe, $epochs epoch(s)"
 XDG_CACHE_HOME="$work/cache" timed "$work/burn.time" "$burn_recipe" --pipeline burn \
-    --backend ndarray --epochs "$epochs" --workers 4 --data "$repository/data/mnist" \
+    --backend "$backend" --epochs "$epochs" --workers 4 --data "$repository/data/mnist" \
     --out "$work/burn-run" --record "$work/burn.jsonl" >&2
 
 table_arguments=(--pytorch "$work/pytorch.json" --reclaim-run "$work/reclaim-run"

@@ -115,7 +115,10 @@ def reclaim_side(run_folder):
     evaluation_seconds = [field(epoch, "evaluation_seconds", metrics_path) for epoch in epochs]
     samples_per_second = [field(epoch, "samples_per_second", metrics_path) for epoch in epochs]
     job_seconds = sum(train_seconds) + sum(evaluation_seconds)
+    config_path = os.path.join(run_folder, "config.json")
+    backend = field(read_json(config_path), "backend", config_path)
     return {
+        "backend": backend,
         "epochs": len(epochs),
         "seconds_per_epoch": sum(train_seconds) / len(epochs),
         "seconds_per_epoch_with_evaluation": job_seconds / len(epochs),
@@ -217,11 +220,12 @@ def build_table(pytorch, reclaim, pytorch_time, reclaim_time, machine, burn=None
                     + " → ".join(f"{step} {mib(rss)}" for step, rss in side["release_steps"]))
         text.append("")
     raw = pytorch["raw"]
+    reclaim_backend = reclaim.get("backend", "?")
     text.append("Settings, all sides: batch 64, shuffle, SGD lr 0.01, seed 42, MLP 784-128-ReLU-10, "
                 "test evaluation after each epoch, the vendored data/mnist. PyTorch: pixels scaled to [0, 1], "
                 f"DataLoader without workers, {raw.get('torch_num_threads', '?')} torch threads (torch's default), "
-                "evaluation in batches of 1000. Reclaim: `reclaim train`, ndarray backend, no loader workers, "
-                "pixels scaled to [0, 1].")
+                "evaluation in batches of 1000. Reclaim: `reclaim train`, "
+                f"{reclaim_backend} backend, no loader workers, pixels scaled to [0, 1].")
     if burn is not None:
         braw = burn["raw"]
         text.append(f"Burn's recipe: burn-train's `Learner` with Burn 0.22.1's `MnistDataset` + "

@@ -48,8 +48,9 @@ impl StorageArgument {
 /// Arguments of `reclaim train`.
 #[derive(Debug, clap::Args)]
 pub struct TrainArguments {
-    /// The backend: ndarray, flex, wgpu or cuda (each needs its cargo feature).
-    #[arg(long, default_value = "ndarray")]
+    /// The backend: ndarray, flex, wgpu or cuda (each needs its cargo feature); by default
+    /// flex where it is compiled in (the default build), else ndarray.
+    #[arg(long, default_value_t = BackendChoice::default_cpu())]
     pub backend: BackendChoice,
     /// The dataset: mnist, fashion-mnist, kmnist (IDX files), cifar10 or cifar100 (CIFAR's
     /// binary record files); its folder is --data, else $RECLAIM_DATA, else data/, or their
@@ -123,8 +124,8 @@ pub struct EvalArguments {
     /// A checkpoint folder, a run folder (its newest checkpoint) or a `.bpk` weights file.
     #[arg(long)]
     pub checkpoint: PathBuf,
-    /// The backend to evaluate on.
-    #[arg(long, default_value = "ndarray")]
+    /// The backend to evaluate on (by default as for `reclaim train`).
+    #[arg(long, default_value_t = BackendChoice::default_cpu())]
     pub backend: BackendChoice,
     /// The dataset the weights were trained on (see `reclaim train --help`).
     #[arg(long, default_value = "mnist")]
