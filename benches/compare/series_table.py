@@ -17,8 +17,8 @@ import os
 import statistics
 import sys
 
-from table import (InputError, burn_side, field, pytorch_side, read_gnu_time, read_json,
-                   reclaim_side, write_atomically)
+from table import (burn_side, field, print_table, pytorch_side, read_gnu_time, read_json,
+                   reclaim_side)
 
 
 def run_row(folder):
@@ -85,16 +85,9 @@ def main():
     parser.add_argument("folders", nargs="+", help="folders kept by `run.sh --keep`")
     parser.add_argument("--output", help="also write the table to this file")
     arguments = parser.parse_args()
-    try:
-        table = build_series([run_row(folder) for folder in arguments.folders])
-    except InputError as error:
-        print(f"series_table.py: {error}", file=sys.stderr)
-        return 1
-    print(table)
-    if arguments.output:
-        write_atomically(arguments.output, table)
-    return 0
-
+    return print_table("series_table.py",
+                       lambda: build_series([run_row(folder) for folder in arguments.folders]),
+                       arguments.output)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -258,6 +258,21 @@ def write_atomically(path, text):
         raise
 
 
+def print_table(program, make_table, output=None):
+    """Prints the table `make_table()` returns and writes it to `output` if given: exit status 0.
+    An InputError is printed as one line naming `program`: exit status 1. Shared by the scripts
+    of this folder that print one table."""
+    try:
+        table = make_table()
+    except InputError as error:
+        print(f"{program}: {error}", file=sys.stderr)
+        return 1
+    print(table)
+    if output:
+        write_atomically(output, table)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description="PyTorch recipe vs reclaim train: the table.")
     parser.add_argument("--pytorch", required=True, help="the JSON printed by pytorch_recipe.py")
@@ -269,27 +284,24 @@ def main():
     parser.add_argument("--machine", help="JSON describing the machine and versions (run.sh writes it)")
     parser.add_argument("--output", help="also write the table to this file")
     arguments = parser.parse_args()
-    try:
-        pytorch = pytorch_side(arguments.pytorch)
-        reclaim = reclaim_side(arguments.reclaim_run)
-        if pytorch["epochs"] != reclaim["epochs"]:
-            raise InputError(f"{arguments.pytorch}: {pytorch['epochs']} epochs, but "
-                             f"{arguments.reclaim_run} has {reclaim['epochs']}")
-        burn = burn_side(arguments.burn) if arguments.burn else None
-        if burn is not None and burn["epochs"] != reclaim["epochs"]:
-            raise InputError(f"{arguments.burn}: {burn['epochs']} epochs, but "
-                             f"{arguments.reclaim_run} has {reclaim['epochs']}")
-        machine = read_json(arguments.machine) if arguments.machine else None
-        table = build_table(pytorch, reclaim, read_gnu_time(arguments.pytorch_time),
-                            read_gnu_time(arguments.reclaim_time), machine,
-                            burn, read_gnu_time(arguments.burn_time))
-    except InputError as error:
-        print(f"table.py: {error}", file=sys.stderr)
-        return 1
-    print(table)
-    if arguments.output:
-        write_atomically(arguments.output, table)
-    return 0
+    return print_table("table.py", lambda: table_of(arguments), arguments.output)
+
+
+def table_of(arguments):
+    """The table of the files `arguments` name."""
+    pytorch = pytorch_side(arguments.pytorch)
+    reclaim = reclaim_side(arguments.reclaim_run)
+    if pytorch["epochs"] != reclaim["epochs"]:
+        raise InputError(f"{arguments.pytorch}: {pytorch['epochs']} epochs, but "
+                         f"{arguments.reclaim_run} has {reclaim['epochs']}")
+    burn = burn_side(arguments.burn) if arguments.burn else None
+    if burn is not None and burn["epochs"] != reclaim["epochs"]:
+        raise InputError(f"{arguments.burn}: {burn['epochs']} epochs, but "
+                         f"{arguments.reclaim_run} has {reclaim['epochs']}")
+    machine = read_json(arguments.machine) if arguments.machine else None
+    return build_table(pytorch, reclaim, read_gnu_time(arguments.pytorch_time),
+                       read_gnu_time(arguments.reclaim_time), machine,
+                       burn, read_gnu_time(arguments.burn_time))
 
 
 if __name__ == "__main__":
