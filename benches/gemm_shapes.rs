@@ -135,6 +135,8 @@ fn gemm_shapes(criterion: &mut Criterion) {
             .collect();
         let mut out = vec![0f32; product.m * product.n];
         let mut group = criterion.benchmark_group(format!("gemm_shapes/{}", product.name));
+        // One "element" per floating-point operation (a multiply-add is two): criterion's
+        // Gelem/s is then GFLOP/s, the figure docs/benchmarks.md quotes.
         group.throughput(Throughput::Elements(
             (2 * product.m * product.k * product.n) as u64,
         ));
