@@ -143,8 +143,12 @@ fn every_byte_comes_back_when_the_loader_and_the_dataset_go() {
             // settings, thread bookkeeping), which stay for the life of the process and are
             // not the loader's.
             loader_scope(&dataset, device, num_workers);
+            // A worker's thread-local state is freed as its thread exits, which may come just
+            // after the scope that joined it has ended: read once every thread is asleep.
+            reclaim_memory::wait_for_settled_process();
             let before = live_heap_bytes();
             let most_reported = loader_scope(&dataset, device, num_workers);
+            reclaim_memory::wait_for_settled_process();
             let after = live_heap_bytes();
             assert_eq!(
                 after,

@@ -2,7 +2,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
 
 static LIVE_HEAP_BYTES: AtomicUsize = AtomicUsize::new(0);
 static PEAK_HEAP_BYTES: AtomicUsize = AtomicUsize::new(0);
@@ -95,24 +94,6 @@ pub fn allocation_count() -> Option<u64> {
         .then(|| ALLOCATIONS.load(Ordering::Relaxed))
 }
 
-/// Waits until the live heap stops changing (the same count twice, 250 µs apart; at most 20
-/// tries, 5 ms), so that a measurement taken right after a release step does not catch a
-/// backend's pool thread still dropping the state of a task whose result the caller already
-/// has. Returns at once without a [`CountingAllocator`].
-pub fn wait_for_steady_live_heap() {
-    let Some(mut last) = live_heap_bytes() else {
-        return;
-    };
-    for _ in 0..20 {
-        std::thread::sleep(Duration::from_micros(250));
-        let now = live_heap_bytes().unwrap_or(last);
-        if now == last {
-            return;
-        }
-        last = now;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,7 +106,6 @@ mod tests {
         assert_eq!(live_heap_bytes(), None);
         assert_eq!(peak_heap_bytes(), None);
         assert_eq!(allocation_count(), None);
-        wait_for_steady_live_heap();
 
         let layout = Layout::from_size_align(4096, 64).unwrap();
         // SAFETY: `layout` has a non-zero size; the block is freed below with the same layout.

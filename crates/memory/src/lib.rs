@@ -1,8 +1,9 @@
 //! `reclaim-memory`: what a process holds, measured, at the bottom of Reclaim's crates.
 //!
 //! - [`CountingAllocator`]: a global allocator that counts live heap bytes; read them with
-//!   [`live_heap_bytes`] and [`peak_heap_bytes`], and let a backend's threads finish dropping
-//!   with [`wait_for_steady_live_heap`].
+//!   [`live_heap_bytes`] and [`peak_heap_bytes`].
+//! - [`wait_for_settled_process`]: before an exact reading, let the other threads finish
+//!   allocating or dropping and go to sleep ([`other_runnable_threads`] reads their states).
 //! - [`resident_bytes`]: the resident set and its peak, from `/proc/self/status`.
 //! - [`mapped_bytes_of`], [`mapped_bytes_under`]: the bytes of files mapped into the address
 //!   space, from `/proc/self/maps`.
@@ -35,13 +36,12 @@
 
 mod allocator;
 mod process;
+mod settle;
 mod snapshot;
 
-pub use allocator::{
-    CountingAllocator, allocation_count, live_heap_bytes, peak_heap_bytes,
-    wait_for_steady_live_heap,
-};
-pub use process::{mapped_bytes_of, mapped_bytes_under, resident_bytes};
+pub use allocator::{CountingAllocator, allocation_count, live_heap_bytes, peak_heap_bytes};
+pub use process::{mapped_bytes_of, mapped_bytes_under, other_runnable_threads, resident_bytes};
+pub use settle::{SETTLING_LIMIT, wait_for_settled_process};
 pub use snapshot::MemorySnapshot;
 
 /// The README's examples, run as doctests.

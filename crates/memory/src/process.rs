@@ -1,5 +1,6 @@
-//! What the kernel says about this process: its resident set (`/proc/self/status`) and the
-//! files mapped into its address space (`/proc/self/maps`).
+//! What the kernel says about this process: its resident set (`/proc/self/status`), the
+//! files mapped into its address space (`/proc/self/maps`) and which of its threads are running
+//! (`/proc/self/task`).
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +61,34 @@ fn parse_mapping(line: &str) -> Option<(&Path, u64)> {
     Some((Path::new(pathname), end.checked_sub(start)?))
 }
 
+/// How many threads of this process, the caller excepted, are running, waiting for a CPU or
+/// waiting for the disk (state `R` or `D` in `/proc/self/task/<id>/stat`; `D` is a page fault
+/// on code or data not yet read from disk, as on a program's first run): such a thread is not
+/// asleep waiting for work, and may yet allocate or free. A thread that has returned from its
+/// function but still runs its thread-local destructors is counted until it is gone. `None`
+/// where `/proc` cannot say (not Linux).
+pub fn other_runnable_threads() -> Option<usize> {
+    // `/proc/thread-self` links to `<pid>/task/<caller's id>`.
+    let caller = std::fs::read_link("/proc/thread-self").ok()?;
+    let caller = caller.file_name()?.to_owned();
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    let runnable = tasks
+        .filter_map(Result::ok)
+        .filter(|task| task.file_name() != caller)
+        // A thread that ended between the listing and the read is not running.
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter(|stat| matches!(thread_state(stat), Some('R' | 'D')))
+        .count();
+    Some(runnable)
+}
+
+/// The state letter of a `/proc/<pid>/task/<id>/stat` line (`id (name) S ...`). The name may
+/// hold spaces and parentheses, so the state is read after the last `)`.
+fn thread_state(stat: &str) -> Option<char> {
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.trim_start().chars().next()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +133,43 @@ mod tests {
         let anonymous = "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 ";
         assert_eq!(parse_mapping(anonymous), Some((Path::new(""), 0x1000)));
         assert_eq!(parse_mapping("not a mapping"), None);
+    }
+
+    #[test]
+    fn a_thread_state_is_read_after_the_name_whatever_the_name_holds() {
+        assert_eq!(thread_state("4242 (reclaim) S 1 4242 4242 0"), Some('S'));
+        assert_eq!(thread_state("4243 (a) b (R) c) R 1 2 3"), Some('R'));
+        assert_eq!(thread_state("4244 (no state)"), None);
+        assert_eq!(thread_state("not a stat line"), None);
+    }
+
+    #[test]
+    fn a_spinning_thread_is_runnable_and_a_blocked_one_is_not() {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (sender, receiver) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let spinner = scope.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            let sleeper = scope.spawn(move || receiver.recv());
+            // The spinner never blocks: it is running or waiting for a CPU at every reading.
+            assert!(other_runnable_threads().unwrap() >= 1);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            spinner.join().unwrap();
+            // The sleeper blocks on its channel: runnable only on its way there.
+            let counted_asleep = (0..1000).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                other_runnable_threads() == Some(0)
+            });
+            sender.send(()).unwrap();
+            sleeper.join().unwrap().unwrap();
+            assert!(
+                counted_asleep,
+                "a thread blocked on a channel was never seen asleep"
+            );
+        });
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub use phases::PhaseSeconds;
 pub use reclaim_dataset::ProgressDisplay;
 pub use reclaim_memory::{
     CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
-    peak_heap_bytes, resident_bytes, wait_for_steady_live_heap,
+    peak_heap_bytes, resident_bytes, wait_for_settled_process,
 };
 pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
 pub use run_folder::{RunFolderLock, RunFolderOwner};

@@ -46,7 +46,7 @@ impl Shared {
         if phase.is_some() {
             // A phase boundary: let the process settle first (the sampler cannot allocate
             // meanwhile, it waits for the lock held here).
-            reclaim_memory::wait_for_steady_live_heap();
+            reclaim_memory::wait_for_settled_process();
         }
         let mut memory = MemorySnapshot::take_under(device, &self.watched_folder);
         memory.seconds = self.started.elapsed().as_secs_f64();
