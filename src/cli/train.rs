@@ -9,9 +9,9 @@ use anyhow::Context;
 use reclaim_dataset::DatasetName;
 use reclaim_model::ModelKind;
 use reclaim_train::{
-    BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, PixelScaling, ProgressDisplay,
-    RunFile, RunFolderLock, StartPolicy, TrainConfig, TrainError, TrainingData, evaluate_weights,
-    latest_checkpoint, model_for_dataset, standard_augmentation,
+    BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, HiddenLayerKernel,
+    PixelScaling, ProgressDisplay, RunFile, RunFolderLock, StartPolicy, TrainConfig, TrainError,
+    TrainingData, evaluate_weights, latest_checkpoint, model_for_dataset, standard_augmentation,
 };
 
 use super::interrupt::{self, Interrupted};
@@ -41,6 +41,26 @@ impl StorageArgument {
             // out-of-range label by the loader, so breaking the promise stops the run with an
             // error rather than a signal.
             StorageArgument::Mapped => unsafe { DatasetStorage::mapped() },
+        }
+    }
+}
+
+/// How the MLP's hidden layer is computed while training (`--hidden-layer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HiddenLayerArgument {
+    /// From the non-zero pixels only, on the host, where that applies (the MLP on ndarray or
+    /// flex, pixels scaled to [0, 1]); dense elsewhere.
+    #[default]
+    Sparse,
+    /// Burn's matrix product over every pixel.
+    Dense,
+}
+
+impl HiddenLayerArgument {
+    fn kernel(self) -> HiddenLayerKernel {
+        match self {
+            HiddenLayerArgument::Sparse => HiddenLayerKernel::SparseInputsWhereTheyApply,
+            HiddenLayerArgument::Dense => HiddenLayerKernel::Dense,
         }
     }
 }
@@ -113,6 +133,11 @@ pub struct TrainArguments {
     /// Train on the first N training samples only.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// How the MLP's hidden layer is computed while training: sparse (from the non-zero
+    /// pixels only, on the host, where that applies: the MLP on ndarray or flex with pixels
+    /// scaled to [0, 1]; the same sums in another order) or dense (Burn's matrix product).
+    #[arg(long, value_enum, default_value_t)]
+    pub hidden_layer: HiddenLayerArgument,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -201,6 +226,7 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<Train
         seed: arguments.seed,
         workers: arguments.workers,
         pixel_scaling: pixel_scaling(arguments.standardize, dataset),
+        hidden_layer: arguments.hidden_layer.kernel(),
         training_sample_limit: arguments.limit,
         start,
         progress: if arguments.quiet {
@@ -354,6 +380,31 @@ mod tests {
             ])
             .prop_map(str::to_string),
         ]
+    }
+
+    #[test]
+    fn the_hidden_layer_is_sparse_by_default_and_dense_on_request() {
+        let kernel = |arguments: &[&str]| {
+            let command = TrainCommand::try_parse_from(["train"].iter().chain(arguments))?;
+            Ok::<_, clap::Error>(
+                config_from_arguments(&command.arguments)
+                    .unwrap()
+                    .hidden_layer,
+            )
+        };
+        assert_eq!(
+            kernel(&[]).unwrap(),
+            HiddenLayerKernel::SparseInputsWhereTheyApply
+        );
+        assert_eq!(
+            kernel(&["--hidden-layer", "sparse"]).unwrap(),
+            HiddenLayerKernel::SparseInputsWhereTheyApply
+        );
+        assert_eq!(
+            kernel(&["--hidden-layer", "dense"]).unwrap(),
+            HiddenLayerKernel::Dense
+        );
+        assert!(kernel(&["--hidden-layer", "fast"]).is_err());
     }
 
     proptest! {

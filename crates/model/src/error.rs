@@ -66,6 +66,37 @@ pub enum ModelError {
         /// What was being computed (`input size`, `flattened features`…).
         quantity: &'static str,
     },
+    /// Values given as a sparse matrix's rows that are not a whole number of rows of
+    /// `columns` values (or `columns` is 0 or beyond `u32::MAX`).
+    #[error("{values} values are not whole rows of {columns} columns")]
+    SparseShape {
+        /// The values given.
+        values: usize,
+        /// The columns each row was to have.
+        columns: usize,
+    },
+    /// A dense matrix that cannot be multiplied by a sparse one: it must hold
+    /// `sparse_columns` rows of `dense_columns` values.
+    #[error(
+        "cannot multiply a sparse matrix of {sparse_columns} columns by {dense_values} values \
+         as rows of {dense_columns}: {sparse_columns} rows of {dense_columns} are needed"
+    )]
+    ProductShape {
+        /// The sparse matrix's columns (the dense matrix's rows it needs).
+        sparse_columns: usize,
+        /// The dense values given.
+        dense_values: usize,
+        /// The columns the dense values were to have.
+        dense_columns: usize,
+    },
+    /// A tensor could not be read back to the host (for the sparse-input kernel).
+    #[error("cannot read {what} back from its device: {message}")]
+    TensorRead {
+        /// What was being read.
+        what: &'static str,
+        /// What the backend reported.
+        message: String,
+    },
     /// A model kind's name that is not one of [`ModelKind::ALL`].
     #[error("unknown model kind {given:?}: the accepted ones are {}", KindNames(.accepted))]
     UnknownModelKind {

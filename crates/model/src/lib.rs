@@ -74,12 +74,14 @@ mod conv_net;
 mod error;
 mod seeded;
 mod simple_nn;
+mod sparse_input;
 mod weights;
 
 pub use classifier::{Classifier, ClassifierConfig, ModelKind};
 pub use conv_net::{ConvNet, ConvNetConfig};
 pub use error::ModelError;
-pub use simple_nn::{SimpleNn, SimpleNnConfig};
+pub use simple_nn::{HiddenLayerGradients, SimpleNn, SimpleNnConfig};
+pub use sparse_input::SparseRows;
 pub use weights::WeightFormat;
 
 /// The README's examples, run as doctests.

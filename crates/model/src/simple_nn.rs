@@ -1,14 +1,14 @@
 use burn::config::Config;
-use burn::module::Module;
+use burn::module::{Module, ParamId};
 use burn::nn::{Linear, LinearConfig, Relu};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use rand_xoshiro::SplitMix64;
 use rand_xoshiro::rand_core::SeedableRng;
 
 use crate::seeded::seeded_linear;
 use crate::weights::{count_correct, cross_entropy, load_weights, save_weights};
-use crate::{ModelError, WeightFormat};
+use crate::{ModelError, SparseRows, WeightFormat};
 
 /// The layer sizes of a [`SimpleNn`]. The defaults are the classic MNIST recipe's.
 #[derive(Config, Debug, PartialEq, Eq)]
@@ -96,6 +96,91 @@ impl SimpleNn {
         cross_entropy(logits, labels)
     }
 
+    /// The hidden layer's output before its activation, `images · W + b`, of shape
+    /// `[batch, hidden_size]`, computed on the host from the non-zero inputs only
+    /// ([`SparseRows`]) and put on `device`. With [`forward_from_hidden_pre_activation`]
+    /// it is [`forward`](Self::forward), by another road: the same sums, in another order.
+    /// Reads the hidden layer's weights back from their device (a copy per call).
+    ///
+    /// [`forward_from_hidden_pre_activation`]: Self::forward_from_hidden_pre_activation
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::ProductShape`] when `images` has not `input_size` columns;
+    /// [`ModelError::TensorRead`] when the weights cannot be read back.
+    pub fn hidden_pre_activation_of_sparse(
+        &self,
+        images: &SparseRows,
+        device: &Device,
+    ) -> Result<Tensor<2>, ModelError> {
+        let [_, hidden_size] = self.hidden.weight.dims();
+        let weight = host_values(self.hidden.weight.val(), "the hidden layer's weight")?;
+        let mut hidden = images.times_dense(slice_of(&weight)?, hidden_size)?;
+        if let Some(bias) = &self.hidden.bias {
+            let bias = host_values(bias.val(), "the hidden layer's bias")?;
+            let bias = slice_of(&bias)?;
+            for row in hidden.chunks_exact_mut(hidden_size) {
+                for (value, &added) in row.iter_mut().zip(bias) {
+                    *value += added;
+                }
+            }
+        }
+        let data = TensorData::new(hidden, [images.rows(), hidden_size]);
+        Ok(Tensor::from_data(data, device))
+    }
+
+    /// Logits from the hidden layer's output before its activation: the rest of
+    /// [`forward`](Self::forward) after [`hidden_pre_activation_of_sparse`].
+    ///
+    /// [`hidden_pre_activation_of_sparse`]: Self::hidden_pre_activation_of_sparse
+    pub fn forward_from_hidden_pre_activation(&self, hidden: Tensor<2>) -> Tensor<2> {
+        self.output.forward(self.activation.forward(hidden))
+    }
+
+    /// The gradients of the hidden layer's parameters given `hidden_gradient`, the loss's
+    /// gradient with respect to the hidden layer's output before its activation
+    /// (`[batch, hidden_size]`): the weight's, `imagesᵀ · hidden_gradient`, computed on the host
+    /// from the non-zero inputs only, and the bias's, the column sums of `hidden_gradient`.
+    /// Both are tensors on `hidden_gradient`'s device, for
+    /// `GradientsParams::register` under the ids given with them.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::ProductShape`] when `images` has not `input_size` columns, or not the rows
+    /// of `hidden_gradient`, or `hidden_gradient` has not `hidden_size` columns;
+    /// [`ModelError::TensorRead`] when `hidden_gradient` cannot be read back.
+    pub fn hidden_layer_gradients(
+        &self,
+        images: &SparseRows,
+        hidden_gradient: Tensor<2>,
+    ) -> Result<HiddenLayerGradients, ModelError> {
+        let device = hidden_gradient.device();
+        let [input_size, hidden_size] = self.hidden.weight.dims();
+        if images.columns() != input_size || hidden_gradient.dims() != [images.rows(), hidden_size]
+        {
+            // The weight's gradient must have the weight's shape, and the output's gradient one
+            // row per image.
+            return Err(ModelError::ProductShape {
+                sparse_columns: images.columns(),
+                dense_values: input_size * hidden_size,
+                dense_columns: hidden_size,
+            });
+        }
+        let bias = self.hidden.bias.as_ref().map(|bias| {
+            let sums = hidden_gradient.clone().sum_dim(0).reshape([hidden_size]);
+            (bias.id, sums)
+        });
+        let gradient = host_values(hidden_gradient, "the hidden layer's output gradient")?;
+        let weight = images
+            .transpose()
+            .times_dense(slice_of(&gradient)?, hidden_size)?;
+        let weight = TensorData::new(weight, [images.columns(), hidden_size]);
+        Ok(HiddenLayerGradients {
+            weight: (self.hidden.weight.id, Tensor::from_data(weight, &device)),
+            bias,
+        })
+    }
+
     /// How many rows of `logits` have their largest value at the row's label, as a
     /// one-element integer tensor (kept on the device until the caller reads it).
     pub fn correct_predictions(&self, logits: Tensor<2>, labels: Tensor<1, Int>) -> Tensor<1, Int> {
@@ -116,6 +201,38 @@ impl SimpleNn {
     ) -> Result<SimpleNn, ModelError> {
         load_weights(self, bytes, format)
     }
+}
+
+/// The gradients of a [`SimpleNn`]'s hidden layer, each with the id of its parameter
+/// ([`SimpleNn::hidden_layer_gradients`]).
+#[derive(Debug)]
+pub struct HiddenLayerGradients {
+    /// The weight's gradient, `[input_size, hidden_size]`.
+    pub weight: (ParamId, Tensor<2>),
+    /// The bias's gradient, `[hidden_size]`, where the layer has a bias.
+    pub bias: Option<(ParamId, Tensor<1>)>,
+}
+
+/// The values of `tensor`, read back to the host as `f32`; `what` names it in an error.
+fn host_values<const D: usize>(
+    tensor: Tensor<D>,
+    what: &'static str,
+) -> Result<TensorData, ModelError> {
+    tensor
+        .try_into_data_as::<f32>()
+        .map_err(|error| ModelError::TensorRead {
+            what,
+            message: error.to_string(),
+        })
+}
+
+/// `data`'s values as `f32` (it was read as `f32` by [`host_values`]).
+fn slice_of(data: &TensorData) -> Result<&[f32], ModelError> {
+    data.as_slice::<f32>()
+        .map_err(|error| ModelError::TensorRead {
+            what: "host values",
+            message: format!("{error:?}"),
+        })
 }
 
 #[cfg(test)]
@@ -254,5 +371,100 @@ mod tests {
         let model = SimpleNnConfig::new().init(&device);
         let logits = model.forward(Tensor::<2>::ones([2, 784], &device));
         assert_eq!(logits.dims(), [2, 10]);
+    }
+
+    /// Images with about four in five values at 0, like MNIST's, from a seed.
+    fn mostly_zero_images(rows: usize, columns: usize) -> Vec<f32> {
+        let mut random = SplitMix64::seed_from_u64(9);
+        (0..rows * columns)
+            .map(|_| {
+                let draw = crate::seeded::next_symmetric(&mut random, 1.0);
+                if draw < 0.6 { 0.0 } else { draw }
+            })
+            .collect()
+    }
+
+    fn assert_close(actual: TensorData, expected: TensorData) {
+        let actual = actual.try_to_vec::<f32>().unwrap();
+        let expected = expected.try_to_vec::<f32>().unwrap();
+        assert_eq!(actual.len(), expected.len());
+        for (index, (a, e)) in actual.iter().zip(&expected).enumerate() {
+            assert!(
+                (a - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                "{index}: {a} vs {e}"
+            );
+        }
+    }
+
+    /// The sparse-input road gives the logits, the loss and the hidden layer's gradients that
+    /// Burn's own forward and backward give, on both CPU backends.
+    #[test]
+    fn the_sparse_input_road_gives_the_dense_logits_and_gradients() {
+        for device in [cpu_device().autodiff(), Device::flex().autodiff()] {
+            let (rows, columns) = (21, 784);
+            let model = SimpleNnConfig::new().init_seeded(&device, 5);
+            let pixels = mostly_zero_images(rows, columns);
+            let images =
+                Tensor::<2>::from_data(TensorData::new(pixels.clone(), [rows, columns]), &device);
+            let labels = Tensor::<1, Int>::from_ints([3; 21], &device);
+
+            let dense_loss = model.loss(model.forward(images), labels.clone());
+            let dense_gradients = dense_loss.backward();
+            let dense_weight = model.hidden.weight.grad(&dense_gradients).unwrap();
+            let dense_bias = model
+                .hidden
+                .bias
+                .as_ref()
+                .unwrap()
+                .grad(&dense_gradients)
+                .unwrap();
+
+            let sparse = SparseRows::from_dense(&pixels, columns).unwrap();
+            let hidden = model
+                .hidden_pre_activation_of_sparse(&sparse, &device)
+                .unwrap()
+                .require_grad();
+            let sparse_loss = model.loss(
+                model.forward_from_hidden_pre_activation(hidden.clone()),
+                labels,
+            );
+            assert_close(sparse_loss.to_data(), dense_loss.to_data());
+            let mut sparse_gradients = sparse_loss.backward();
+            let hidden_gradient = hidden.grad_remove(&mut sparse_gradients).unwrap();
+            let gradients = model
+                .hidden_layer_gradients(&sparse, hidden_gradient)
+                .unwrap();
+            assert_eq!(gradients.weight.0, model.hidden.weight.id);
+            assert_close(gradients.weight.1.into_data(), dense_weight.into_data());
+            let (bias_id, bias) = gradients.bias.unwrap();
+            assert_eq!(bias_id, model.hidden.bias.as_ref().unwrap().id);
+            assert_close(bias.into_data(), dense_bias.into_data());
+        }
+    }
+
+    #[test]
+    fn sparse_images_of_another_width_are_an_error() {
+        let device = cpu_device();
+        let model = SimpleNnConfig::new().init(&device);
+        let narrow = SparseRows::from_dense(&[1.0; 20], 10).unwrap();
+        let error = model
+            .hidden_pre_activation_of_sparse(&narrow, &device)
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ModelError::ProductShape {
+                    sparse_columns: 10,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let gradient = Tensor::<2>::zeros([2, 128], &device);
+        let error = model.hidden_layer_gradients(&narrow, gradient).unwrap_err();
+        assert!(matches!(error, ModelError::ProductShape { .. }), "{error}");
+        let gradient = Tensor::<2>::zeros([3, 128], &device);
+        let wide = SparseRows::from_dense(&[1.0; 2 * 784], 784).unwrap();
+        assert!(model.hidden_layer_gradients(&wide, gradient).is_err());
     }
 }

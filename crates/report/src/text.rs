@@ -55,6 +55,13 @@ pub fn run_summary(run: &TrainRun) -> String {
         run.run_folder.display()
     );
     let _ = writeln!(text, "time by phase: {}", run.phases);
+    if run.sparse_inputs {
+        let _ = writeln!(
+            text,
+            "hidden layer trained from the non-zero pixels on the host \
+             (--hidden-layer dense for Burn's product over every pixel)"
+        );
+    }
     if let Some(accuracy) = run.final_test_accuracy() {
         let _ = writeln!(text, "test accuracy {:.2}%", accuracy * 100.0);
     }
@@ -113,6 +120,7 @@ mod tests {
             },
             peak_loader_bytes: 3 * 1024 * 1024 / 2,
             run_folder: "runs/example".into(),
+            sparse_inputs: true,
         };
         let summary = run_summary(&run);
         assert!(summary.starts_with("epoch  train loss"), "{summary}");
@@ -140,5 +148,11 @@ mod tests {
         let accuracy = run.final_test_accuracy().unwrap();
         assert!(summary.ends_with(&format!("test accuracy {:.2}%\n", accuracy * 100.0)));
         assert!(summary.ends_with("test accuracy 89.42%\n"), "{summary}");
+        assert!(summary.contains("hidden layer trained from the non-zero pixels"));
+        let dense = run_summary(&TrainRun {
+            sparse_inputs: false,
+            ..run
+        });
+        assert!(!dense.contains("hidden layer"), "{dense}");
     }
 }

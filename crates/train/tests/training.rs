@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use reclaim_dataset::{Family, default_data_folder};
 use reclaim_model::WeightFormat;
 use reclaim_train::{
-    BackendChoice, CheckpointFile, EpochMetrics, ProgressDisplay, RunFile, StartPolicy,
-    StepMetrics, TimelineSample, TrainConfig, TrainError, latest_checkpoint, read_json_lines,
-    train,
+    BackendChoice, CheckpointFile, EpochMetrics, HiddenLayerKernel, ProgressDisplay, RunFile,
+    StartPolicy, StepMetrics, TimelineSample, TrainConfig, TrainError, latest_checkpoint,
+    read_json_lines, train,
 };
 
 /// What the run's final weights compute on a fixed batch: equal outputs for equal weights.
@@ -68,6 +68,31 @@ fn the_seed_recipe_reaches_88_percent_on_the_test_split() {
     assert!(run.epochs[1].train_loss < run.epochs[0].train_loss);
     // The summary printed for people moved to `reclaim-report` (`run_summary`), where its
     // last line is checked; `reclaim train`'s own output is checked in the root's tests.
+}
+
+/// The sparse-input road computes the same sums as Burn's matrix product in another order:
+/// the two roads train the same model, to the rounding of `f32`.
+#[test]
+fn the_sparse_and_dense_hidden_layers_train_the_same_model() {
+    let folder = tempfile::tempdir().unwrap();
+    let sparse = train(&quick_config(&folder.path().join("sparse"), 1280)).unwrap();
+    let dense = train(&TrainConfig {
+        hidden_layer: HiddenLayerKernel::Dense,
+        ..quick_config(&folder.path().join("dense"), 1280)
+    })
+    .unwrap();
+    assert!(sparse.sparse_inputs && !dense.sparse_inputs);
+    let (sparse_loss, dense_loss) = (sparse.epochs[0].train_loss, dense.epochs[0].train_loss);
+    assert!(
+        (sparse_loss - dense_loss).abs() < 1e-4 * dense_loss.abs(),
+        "train loss {sparse_loss} vs {dense_loss}"
+    );
+    for (index, (s, d)) in weights(&sparse).iter().zip(weights(&dense)).enumerate() {
+        assert!(
+            (s - d).abs() < 1e-3 * (1.0 + d.abs()),
+            "output {index}: {s} vs {d}"
+        );
+    }
 }
 
 #[test]

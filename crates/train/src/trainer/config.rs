@@ -104,6 +104,32 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
     }
 }
 
+/// How the perceptron's hidden layer is computed while training ([`TrainConfig::hidden_layer`]).
+/// Both roads compute the same sums, in another order; evaluation always takes Burn's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HiddenLayerKernel {
+    /// From the non-zero pixels only, on the host ([`reclaim_model::SparseRows`]), wherever
+    /// that applies: a perceptron ([`ClassifierConfig::Mlp`]) on a CPU backend (NdArray, Flex)
+    /// with pixels scaled to [0, 1], whose background pixels stay exactly 0. Elsewhere, as
+    /// [`Dense`](Self::Dense). On MNIST, about 81% of the pixels are 0: the step's two
+    /// largest products shrink about fivefold (docs/benchmarks.md).
+    #[default]
+    SparseInputsWhereTheyApply,
+    /// Burn's matrix product on the device, for every pixel (the reference road).
+    Dense,
+}
+
+impl HiddenLayerKernel {
+    /// Whether a run of `config` takes the sparse-input road.
+    pub fn uses_sparse_inputs(self, config: &TrainConfig) -> bool {
+        self == HiddenLayerKernel::SparseInputsWhereTheyApply
+            && matches!(config.model, ClassifierConfig::Mlp(_))
+            && config.backend.runs_on_the_host()
+            && config.pixel_scaling == PixelScaling::UnitRange
+    }
+}
+
 /// Whether a run starts from scratch or continues from its newest checkpoint, and what it may
 /// do to a run already in its folder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,6 +225,8 @@ pub struct TrainConfig {
     pub workers: usize,
     /// Pixel scaling.
     pub pixel_scaling: PixelScaling,
+    /// How the perceptron's hidden layer is computed while training.
+    pub hidden_layer: HiddenLayerKernel,
     /// Train on the first N samples of the training split only (for quick runs and tests).
     pub training_sample_limit: Option<usize>,
     /// Stop after this many epochs have completed in total, as if interrupted (for tests of
@@ -236,6 +264,7 @@ impl TrainConfig {
             seed: 42,
             workers: 0,
             pixel_scaling: PixelScaling::UnitRange,
+            hidden_layer: HiddenLayerKernel::SparseInputsWhereTheyApply,
             training_sample_limit: None,
             stop_after_epochs: None,
             start: StartPolicy::Fresh,
@@ -576,6 +605,43 @@ mod tests {
 
     fn config() -> TrainConfig {
         TrainConfig::recipe(BackendChoice::Ndarray, "data".into(), "run".into())
+    }
+
+    #[test]
+    fn sparse_inputs_apply_to_the_mlp_on_a_host_backend_with_unit_range_pixels_only() {
+        let sparse = HiddenLayerKernel::SparseInputsWhereTheyApply;
+        let applies = |config: TrainConfig| config.hidden_layer.uses_sparse_inputs(&config);
+        assert_eq!(config().hidden_layer, sparse, "the recipe's default");
+        for backend in [BackendChoice::Ndarray, BackendChoice::Flex] {
+            assert!(
+                applies(TrainConfig {
+                    backend,
+                    ..config()
+                }),
+                "{backend:?}"
+            );
+        }
+        for backend in [BackendChoice::Wgpu, BackendChoice::Cuda] {
+            assert!(
+                !applies(TrainConfig {
+                    backend,
+                    ..config()
+                }),
+                "{backend:?}"
+            );
+        }
+        assert!(!applies(TrainConfig {
+            pixel_scaling: PixelScaling::MnistStandardized,
+            ..config()
+        }));
+        assert!(!applies(TrainConfig {
+            model: ClassifierConfig::default_for(ModelKind::Cnn),
+            ..config()
+        }));
+        assert!(!applies(TrainConfig {
+            hidden_layer: HiddenLayerKernel::Dense,
+            ..config()
+        }));
     }
 
     /// The fingerprint of a small dataset whose first training label is `first_label`.

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use indicatif::ProgressBar;
 use reclaim_loader::{Epoch, ImageSource, Loader, LoaderState, TensorBatch};
-use reclaim_model::Classifier;
+use reclaim_model::{Classifier, SimpleNn, SparseRows};
 
 use super::config::{RunIdentity, TrainConfig};
 use super::evaluation::evaluate_source;
@@ -31,17 +31,79 @@ const EPOCH_BAR_TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} steps  {msg}  
 /// One optimizer step on one batch: forward, cross-entropy, backward, SGD. Returns the updated
 /// model and the batch's loss, taken off the autodiff graph. The run and its warm-up both step
 /// through here, so the warm-up exercises exactly the code the run measures.
+///
+/// With `sparse_inputs` (resolved once per run by [`HiddenLayerKernel::uses_sparse_inputs`])
+/// a perceptron's hidden layer is computed on the host from the batch's non-zero pixels, and
+/// its gradients are handed to the optimizer beside the autodiff graph's.
+///
+/// [`HiddenLayerKernel::uses_sparse_inputs`]: super::config::HiddenLayerKernel::uses_sparse_inputs
 pub(super) fn training_step(
     model: Classifier,
     optimizer: &mut ModuleOptimizer,
     learning_rate: f64,
     batch: TensorBatch<2>,
-) -> (Classifier, Tensor<1>) {
+    sparse_inputs: bool,
+) -> Result<(Classifier, Tensor<1>), TrainError> {
     let TensorBatch { images, labels } = batch;
-    let loss = model.loss(model.forward(images), labels);
-    let gradients = GradientsParams::from_grads(loss.backward(), &model);
+    let (loss, gradients) = match &model {
+        Classifier::Mlp(network) if sparse_inputs => {
+            sparse_input_gradients(network, &model, images, labels)?
+        }
+        _ => {
+            let loss = model.loss(model.forward(images), labels);
+            let gradients = GradientsParams::from_grads(loss.backward(), &model);
+            (loss, gradients)
+        }
+    };
     let model = optimizer.step(learning_rate, model, gradients);
-    (model, loss.inner())
+    Ok((model, loss.inner()))
+}
+
+/// The loss of a perceptron (`network`, inside `model`) on a batch and the gradients of all its
+/// parameters, the hidden layer computed from the batch's non-zero pixels on the host
+/// ([`SimpleNn::hidden_pre_activation_of_sparse`]): Burn's autodiff graph starts at the hidden
+/// layer's output, whose gradient then gives the hidden layer's own.
+fn sparse_input_gradients(
+    network: &SimpleNn,
+    model: &Classifier,
+    images: Tensor<2>,
+    labels: Tensor<1, Int>,
+) -> Result<(Tensor<1>, GradientsParams), TrainError> {
+    let training_device = images.device();
+    let [_, pixels_per_image] = images.dims();
+    let pixels = images
+        .try_into_data_as::<f32>()
+        .map_err(|error| TrainError::Device {
+            message: format!("cannot read the batch's pixels back: {error}"),
+        })?;
+    let pixels = pixels
+        .as_slice::<f32>()
+        .map_err(|error| TrainError::Device {
+            message: format!("cannot read the batch's pixels back: {error:?}"),
+        })?;
+    let sparse = SparseRows::from_dense(pixels, pixels_per_image)?;
+    let hidden = network
+        .hidden_pre_activation_of_sparse(&sparse, &training_device)?
+        .require_grad();
+    let loss = network.loss(
+        network.forward_from_hidden_pre_activation(hidden.clone()),
+        labels,
+    );
+    let mut graph_gradients = loss.backward();
+    let hidden_gradient =
+        hidden
+            .grad_remove(&mut graph_gradients)
+            .ok_or_else(|| TrainError::Device {
+                message: "the autodiff graph gave no gradient for the hidden layer's output".into(),
+            })?;
+    let mut gradients = GradientsParams::from_grads(graph_gradients, model);
+    let hidden_layer = network.hidden_layer_gradients(&sparse, hidden_gradient)?;
+    let (weight_id, weight_gradient) = hidden_layer.weight;
+    gradients.register(weight_id, weight_gradient);
+    if let Some((bias_id, bias_gradient)) = hidden_layer.bias {
+        gradients.register(bias_id, bias_gradient);
+    }
+    Ok((loss, gradients))
 }
 
 /// What every epoch reads and updates: the run's settings and devices, where the run stands,
@@ -50,6 +112,8 @@ pub(super) struct EpochRun<'run> {
     pub config: &'run TrainConfig,
     pub device: &'run Device,
     pub training_device: &'run Device,
+    /// Whether steps take the sparse-input road ([`training_step`]).
+    pub sparse_inputs: bool,
     pub identity: &'run RunIdentity,
     pub progress: &'run mut RunProgress,
     pub writers: &'run mut MetricsWriters,
@@ -171,7 +235,8 @@ fn train_on_batches(
             &mut optimizer,
             run.config.learning_rate,
             batch.into_tensors::<2>(run.training_device)?,
-        );
+            run.sparse_inputs,
+        )?;
         window.losses.push(loss);
         run.progress.steps_completed += 1;
         bar.inc(1);

@@ -28,8 +28,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use config::{
-    CancellationFlag, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity, StartPolicy,
-    TrainConfig, model_for_dataset, standard_augmentation,
+    CancellationFlag, HiddenLayerKernel, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity,
+    StartPolicy, TrainConfig, model_for_dataset, standard_augmentation,
 };
 pub use evaluation::{Evaluation, evaluate_weights};
 
@@ -56,6 +56,9 @@ pub struct TrainRun {
     pub peak_loader_bytes: u64,
     /// The run folder.
     pub run_folder: PathBuf,
+    /// Whether the perceptron's hidden layer was trained from the non-zero pixels on the host
+    /// ([`HiddenLayerKernel::uses_sparse_inputs`]), rather than by Burn's matrix product.
+    pub sparse_inputs: bool,
 }
 
 impl TrainRun {
@@ -101,6 +104,7 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
             config,
             device: &device,
             training_device: &training_device,
+            sparse_inputs: config.hidden_layer.uses_sparse_inputs(config),
             identity: &identity,
             progress: &mut progress,
             writers: &mut writers,
@@ -147,5 +151,6 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         phases,
         peak_loader_bytes: peak_loader_bytes as u64,
         run_folder: config.run_folder.clone(),
+        sparse_inputs: config.hidden_layer.uses_sparse_inputs(config),
     })
 }

@@ -130,7 +130,8 @@ fn warm_up_training(
                 &mut optimizer,
                 config.learning_rate,
                 batch?.into_tensors::<2>(training_device)?,
-            );
+                config.hidden_layer.uses_sparse_inputs(config),
+            )?;
             loss_sum = loss_sum + loss;
         }
         let _ = loss_sum.into_scalar::<f32>();

@@ -1,0 +1,321 @@
+//! The perceptron's hidden layer computed from the non-zero inputs only, on the host.
+//!
+//! Most of an MNIST image is background: about 81% of its pixels are exactly 0 when they are
+//! scaled to [0, 1]. The hidden layer's two large products, the forward `X·W` and the weight
+//! gradient `Xᵀ·dH`, then do five times the work they need: every zero pixel multiplies a whole
+//! row of `W` (or of `dH`) by 0. [`SparseRows`] keeps a batch's non-zero values and their
+//! positions, and [`SparseRows::times_dense`] multiplies it by a dense matrix touching only
+//! them. The same kernel serves both products: the forward multiplies the batch by `W`, the
+//! gradient multiplies the batch's transpose ([`SparseRows::transpose`]) by `dH`.
+//!
+//! Hand-written rather than taken from a sparse-matrix crate: the products here are
+//! sparse × dense with a narrow dense side (128 columns), where keeping one output row's
+//! accumulators in registers for the whole row is what makes the kernel fast; the general
+//! crates (sprs, nalgebra-sparse) accumulate through memory. `benches/train_step.rs` measures
+//! the step both ways (`sparse-inputs` and `dense` rows).
+
+use rayon::prelude::*;
+
+use crate::ModelError;
+
+/// Output columns accumulated at once, in registers: 64 `f32` are eight 256-bit vectors.
+const COLUMNS_PER_PASS: usize = 64;
+
+/// Output rows below which a product runs on the calling thread: splitting a small product
+/// across threads costs more than it saves.
+const ROWS_PER_TASK: usize = 16;
+
+/// A row-major matrix that keeps only its non-zero values (compressed sparse rows).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseRows {
+    columns: usize,
+    /// Where each row's entries start in `column_indices` and `values`, plus the end.
+    row_starts: Vec<usize>,
+    column_indices: Vec<u32>,
+    values: Vec<f32>,
+}
+
+impl SparseRows {
+    /// The non-zero values of `dense`, a row-major matrix of `columns` columns.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::SparseShape`] when `columns` is 0 or beyond `u32::MAX`, or when `dense`
+    /// is not a whole number of rows.
+    pub fn from_dense(dense: &[f32], columns: usize) -> Result<Self, ModelError> {
+        if columns == 0 || u32::try_from(columns).is_err() || dense.len() % columns != 0 {
+            return Err(ModelError::SparseShape {
+                values: dense.len(),
+                columns,
+            });
+        }
+        let rows = dense.len() / columns;
+        // Counted first, then written without a branch per value: every value is written at
+        // the next free slot, and the slot advances only past a non-zero one (MNIST's zeros
+        // and non-zeros alternate too irregularly for a branch to be predicted). The one spare
+        // slot takes the writes after the last non-zero value.
+        let non_zero = dense.iter().filter(|&&value| value != 0.0).count();
+        let mut column_indices = vec![0u32; non_zero + 1];
+        let mut values = vec![0f32; non_zero + 1];
+        let mut row_starts = Vec::with_capacity(rows + 1);
+        let mut next = 0;
+        row_starts.push(0);
+        for row in dense.chunks_exact(columns) {
+            for (column, &value) in (0u32..).zip(row) {
+                column_indices[next] = column;
+                values[next] = value;
+                next += usize::from(value != 0.0);
+            }
+            row_starts.push(next);
+        }
+        column_indices.truncate(non_zero);
+        values.truncate(non_zero);
+        Ok(SparseRows {
+            columns,
+            row_starts,
+            column_indices,
+            values,
+        })
+    }
+
+    /// Rows of the matrix.
+    pub fn rows(&self) -> usize {
+        self.row_starts.len() - 1
+    }
+
+    /// Columns of the matrix.
+    pub fn columns(&self) -> usize {
+        self.columns
+    }
+
+    /// Non-zero values kept.
+    pub fn non_zero_count(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The share of the matrix's values that are not zero (0 for an empty matrix).
+    pub fn density(&self) -> f64 {
+        let size = self.rows() * self.columns;
+        if size == 0 {
+            0.0
+        } else {
+            self.non_zero_count() as f64 / size as f64
+        }
+    }
+
+    /// The transpose, also as sparse rows: row `c` holds column `c`'s non-zero values, in the
+    /// order of their rows (a counting sort, linear in the entries).
+    pub fn transpose(&self) -> SparseRows {
+        let mut row_starts = vec![0usize; self.columns + 1];
+        for &column in &self.column_indices {
+            row_starts[column as usize + 1] += 1;
+        }
+        for column in 0..self.columns {
+            row_starts[column + 1] += row_starts[column];
+        }
+        let mut next = row_starts.clone();
+        let mut column_indices = vec![0u32; self.non_zero_count()];
+        let mut values = vec![0f32; self.non_zero_count()];
+        for (row, entries) in (0u32..).zip(self.row_starts.windows(2)) {
+            for entry in entries[0]..entries[1] {
+                let slot = &mut next[self.column_indices[entry] as usize];
+                column_indices[*slot] = row;
+                values[*slot] = self.values[entry];
+                *slot += 1;
+            }
+        }
+        SparseRows {
+            columns: self.rows(),
+            row_starts,
+            column_indices,
+            values,
+        }
+    }
+
+    /// `self · dense`, row-major, where `dense` is a row-major matrix of `self.columns()` rows
+    /// and `dense_columns` columns. Rows are shared out among rayon's threads.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::ProductShape`] when `dense` does not hold `self.columns()` rows of
+    /// `dense_columns` values.
+    pub fn times_dense(&self, dense: &[f32], dense_columns: usize) -> Result<Vec<f32>, ModelError> {
+        if dense_columns == 0 || self.columns.checked_mul(dense_columns) != Some(dense.len()) {
+            return Err(ModelError::ProductShape {
+                sparse_columns: self.columns,
+                dense_values: dense.len(),
+                dense_columns,
+            });
+        }
+        let mut product = vec![0f32; self.rows() * dense_columns];
+        product
+            .par_chunks_mut(dense_columns)
+            .with_min_len(ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(row, output)| self.row_times_dense(row, dense, output));
+        Ok(product)
+    }
+
+    /// Row `row` of `self · dense` into `output` (`dense_columns` values).
+    fn row_times_dense(&self, row: usize, dense: &[f32], output: &mut [f32]) {
+        let dense_columns = output.len();
+        let entries = self.row_starts[row]..self.row_starts[row + 1];
+        let indices = &self.column_indices[entries.clone()];
+        let values = &self.values[entries];
+        for (pass, output) in output.chunks_mut(COLUMNS_PER_PASS).enumerate() {
+            let first_column = pass * COLUMNS_PER_PASS;
+            if let Ok(output) = <&mut [f32; COLUMNS_PER_PASS]>::try_from(&mut *output) {
+                // A full pass: the accumulators are a fixed-size array, which the compiler
+                // keeps in vector registers for the whole row.
+                let mut sums = [0f32; COLUMNS_PER_PASS];
+                for (&index, &value) in indices.iter().zip(values) {
+                    let start = index as usize * dense_columns + first_column;
+                    // In range: `index` < the columns `dense` has rows for, and a full pass
+                    // ends within a row.
+                    let dense_row: &[f32; COLUMNS_PER_PASS] = dense[start..]
+                        .first_chunk()
+                        .expect("a full pass of columns");
+                    for (sum, &weight) in sums.iter_mut().zip(dense_row) {
+                        *sum += value * weight;
+                    }
+                }
+                *output = sums;
+            } else {
+                output.fill(0.0);
+                for (&index, &value) in indices.iter().zip(values) {
+                    let start = index as usize * dense_columns + first_column;
+                    let dense_row = &dense[start..][..output.len()];
+                    for (sum, &weight) in output.iter_mut().zip(dense_row) {
+                        *sum += value * weight;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The textbook product of two row-major matrices.
+    fn dense_product(left: &[f32], right: &[f32], inner: usize, right_columns: usize) -> Vec<f32> {
+        let rows = left.len() / inner;
+        let mut product = vec![0f32; rows * right_columns];
+        for row in 0..rows {
+            for k in 0..inner {
+                for column in 0..right_columns {
+                    product[row * right_columns + column] +=
+                        left[row * inner + k] * right[k * right_columns + column];
+                }
+            }
+        }
+        product
+    }
+
+    /// A matrix with about `zero_share` of its values at 0, the rest in (0, 1], from a seed.
+    fn mostly_zero(rows: usize, columns: usize, zero_share: f64, seed: u64) -> Vec<f32> {
+        let mut state = seed;
+        (0..rows * columns)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let draw = (state >> 11) as f64 / (1u64 << 53) as f64;
+                if draw < zero_share {
+                    0.0
+                } else {
+                    (draw as f32 - zero_share as f32 + 0.01).min(1.0)
+                }
+            })
+            .collect()
+    }
+
+    fn close(actual: &[f32], expected: &[f32]) {
+        assert_eq!(actual.len(), expected.len());
+        for (index, (a, e)) in actual.iter().zip(expected).enumerate() {
+            assert!(
+                (a - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                "{index}: {a} vs {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_product_equals_the_dense_product_for_full_and_partial_passes() {
+        // 128 columns: two full passes; 70: a full pass and a partial one; 5: partial only.
+        for (rows, inner, columns) in [(64, 784, 128), (33, 50, 70), (3, 9, 5), (40, 17, 64)] {
+            let left = mostly_zero(rows, inner, 0.8, 7);
+            let right = mostly_zero(inner, columns, 0.0, 11);
+            let sparse = SparseRows::from_dense(&left, inner).unwrap();
+            let product = sparse.times_dense(&right, columns).unwrap();
+            close(&product, &dense_product(&left, &right, inner, columns));
+        }
+    }
+
+    #[test]
+    fn the_transpose_times_a_matrix_equals_the_dense_gradient_product() {
+        let (rows, inner, columns) = (64, 784, 128);
+        let inputs = mostly_zero(rows, inner, 0.8, 3);
+        let gradient = mostly_zero(rows, columns, 0.0, 5);
+        let mut transposed = vec![0f32; inputs.len()];
+        for row in 0..rows {
+            for column in 0..inner {
+                transposed[column * rows + row] = inputs[row * inner + column];
+            }
+        }
+        let sparse = SparseRows::from_dense(&inputs, inner).unwrap().transpose();
+        assert_eq!((sparse.rows(), sparse.columns()), (inner, rows));
+        assert_eq!(sparse, SparseRows::from_dense(&transposed, rows).unwrap());
+        let product = sparse.times_dense(&gradient, columns).unwrap();
+        close(
+            &product,
+            &dense_product(&transposed, &gradient, rows, columns),
+        );
+    }
+
+    #[test]
+    fn only_non_zero_values_are_kept_and_the_density_counts_them() {
+        let sparse = SparseRows::from_dense(&[0.0, 2.0, 0.0, 0.0, -1.0, 0.5], 3).unwrap();
+        assert_eq!((sparse.rows(), sparse.columns()), (2, 3));
+        assert_eq!(sparse.non_zero_count(), 3);
+        assert!((sparse.density() - 0.5).abs() < 1e-12);
+        let all_zero = SparseRows::from_dense(&[0.0; 6], 3).unwrap();
+        assert_eq!(all_zero.non_zero_count(), 0);
+        assert_eq!(all_zero.times_dense(&[1.0; 6], 2).unwrap(), vec![0.0; 4]);
+        assert_eq!(SparseRows::from_dense(&[], 3).unwrap().density(), 0.0);
+    }
+
+    #[test]
+    fn shapes_that_do_not_fit_are_errors_naming_them() {
+        let error = SparseRows::from_dense(&[1.0; 7], 3).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ModelError::SparseShape {
+                    values: 7,
+                    columns: 3
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("7 values"), "{error}");
+        assert!(SparseRows::from_dense(&[1.0], 0).is_err());
+        let sparse = SparseRows::from_dense(&[1.0; 6], 3).unwrap();
+        let error = sparse.times_dense(&[1.0; 5], 2).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ModelError::ProductShape {
+                    sparse_columns: 3,
+                    dense_values: 5,
+                    dense_columns: 2
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(sparse.times_dense(&[], 0).is_err());
+        // A count of columns whose product with the rows overflows is refused, not a panic.
+        assert!(sparse.times_dense(&[1.0; 6], usize::MAX).is_err());
+    }
+}
