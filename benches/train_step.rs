@@ -1,6 +1,13 @@
 //! One training step of the MNIST MLP (forward, cross-entropy, backward, SGD) on every compiled
 //! backend, at batch 64 (the seed's), 256 and 1024, in one criterion group per batch size. The
-//! device is synced inside the timed closure, so queued GPU work is counted.
+//! device is synced inside the timed closure, so queued GPU work is counted. The batch is the
+//! first images of the vendored MNIST's training split, scaled to [0, 1] as the seed's run
+//! scales them (about 81% of the pixels are 0).
+//!
+//! Each CPU backend has two rows: `BACKEND` (the hidden layer from the non-zero pixels on the
+//! host, `reclaim train`'s default there: `SimpleNn::sparse_input_loss_and_gradients`) and
+//! `BACKEND-dense` (Burn's matrix product over every pixel, `--hidden-layer dense`). Other
+//! backends have the dense row only, under their name.
 //!
 //! Before each backend's timing, the bench counts the heap allocations of 50 steps with the
 //! counting allocator and prints the mean per step (`allocations per step`), every thread's
@@ -15,8 +22,10 @@
 )]
 
 use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::tensor::TensorData;
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::memory::{CountingAllocator, allocation_count};
 use reclaim::model::{SimpleNn, SimpleNnConfig};
 use reclaim::train::BackendChoice;
@@ -30,6 +39,24 @@ const BATCH_SIZES: [usize; 3] = [64, 256, 1024];
 /// Steps whose allocations are counted (after as many unmeasured ones).
 const COUNTED_STEPS: u64 = 50;
 
+/// How the hidden layer is computed: the two roads of `reclaim train --hidden-layer`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HiddenLayer {
+    SparseInputs,
+    Dense,
+}
+
+/// The first `batch_size` images of the vendored MNIST's training split, scaled to [0, 1].
+fn mnist_pixels(batch_size: usize) -> Vec<f32> {
+    let folder = default_data_folder(None, Family::Mnist);
+    let dataset = ImageDataset::open_owned(&folder, Split::Train).expect("the vendored MNIST");
+    let bytes = &dataset.pixels()[..batch_size * 784];
+    bytes
+        .iter()
+        .map(|&pixel| f32::from(pixel) / 255.0)
+        .collect()
+}
+
 /// A model, its optimizer and one batch on one device, stepped in place.
 struct Stepper {
     device: Device,
@@ -37,12 +64,14 @@ struct Stepper {
     optimizer: ModuleOptimizer,
     images: Tensor<2>,
     labels: Tensor<1, Int>,
+    hidden_layer: HiddenLayer,
 }
 
 impl Stepper {
-    fn new(device: Device, batch_size: usize) -> Self {
+    fn new(device: Device, pixels: &[f32], hidden_layer: HiddenLayer) -> Self {
+        let batch_size = pixels.len() / 784;
         let images =
-            Tensor::<2>::random([batch_size, 784], Distribution::Uniform(0.0, 1.0), &device);
+            Tensor::<2>::from_data(TensorData::new(pixels.to_vec(), [batch_size, 784]), &device);
         let labels: Vec<i64> = (0..batch_size).map(|index| (index % 10) as i64).collect();
         let labels = Tensor::<1, Int>::from_ints(labels.as_slice(), &device);
         Self {
@@ -51,6 +80,7 @@ impl Stepper {
             images,
             labels,
             device,
+            hidden_layer,
         }
     }
 
@@ -60,8 +90,19 @@ impl Stepper {
             .model
             .take()
             .expect("the model is put back after each step");
-        let loss = model.loss(model.forward(self.images.clone()), self.labels.clone());
-        let gradients = GradientsParams::from_grads(loss.backward(), &model);
+        let (images, labels) = (self.images.clone(), self.labels.clone());
+        let gradients = match self.hidden_layer {
+            HiddenLayer::Dense => {
+                let loss = model.loss(model.forward(images), labels);
+                GradientsParams::from_grads(loss.backward(), &model)
+            }
+            HiddenLayer::SparseInputs => {
+                model
+                    .sparse_input_loss_and_gradients(images, labels)
+                    .expect("a step on an MNIST batch")
+                    .1
+            }
+        };
         self.model = Some(self.optimizer.step(0.01, model, gradients));
         self.device.sync().expect("device sync");
     }
@@ -80,8 +121,22 @@ impl Stepper {
     }
 }
 
+/// The rows of one backend: the sparse-input road under the backend's name and the dense one
+/// as `BACKEND-dense` on the host's backends; the dense road alone, under its name, elsewhere.
+fn rows_of(backend: BackendChoice) -> Vec<(String, HiddenLayer)> {
+    if backend.runs_on_the_host() {
+        vec![
+            (backend.name().to_owned(), HiddenLayer::SparseInputs),
+            (format!("{}-dense", backend.name()), HiddenLayer::Dense),
+        ]
+    } else {
+        vec![(backend.name().to_owned(), HiddenLayer::Dense)]
+    }
+}
+
 fn train_step(criterion: &mut Criterion) {
     for batch_size in BATCH_SIZES {
+        let pixels = mnist_pixels(batch_size);
         // The seed's batch keeps the group name earlier figures were taken under.
         let name = match batch_size {
             64 => "train_step".to_owned(),
@@ -93,14 +148,13 @@ fn train_step(criterion: &mut Criterion) {
             if backend == BackendChoice::Cuda {
                 continue; // measured on a CUDA machine only; see docs/benchmarks.md
             }
-            let device: Device = backend.device().expect("compiled backend").autodiff();
-            let mut stepper = Stepper::new(device, batch_size);
-            let allocations = stepper.allocations_per_step();
-            eprintln!(
-                "{} batch {batch_size}: {allocations:.1} allocations per step",
-                backend.name()
-            );
-            group.bench_function(backend.name(), |bencher| bencher.iter(|| stepper.step()));
+            for (row, hidden_layer) in rows_of(backend) {
+                let device: Device = backend.device().expect("compiled backend").autodiff();
+                let mut stepper = Stepper::new(device, &pixels, hidden_layer);
+                let allocations = stepper.allocations_per_step();
+                eprintln!("{row} batch {batch_size}: {allocations:.1} allocations per step");
+                group.bench_function(&row, |bencher| bencher.iter(|| stepper.step()));
+            }
         }
         group.finish();
     }

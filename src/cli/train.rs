@@ -48,8 +48,8 @@ impl StorageArgument {
 /// How the MLP's hidden layer is computed while training (`--hidden-layer`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum HiddenLayerArgument {
-    /// From the non-zero pixels only, on the host, where that applies (the MLP on ndarray or
-    /// flex, pixels scaled to [0, 1]); dense elsewhere.
+    /// From the non-zero pixels only, on the host, where that applies (the MLP on flex,
+    /// pixels scaled to [0, 1]); dense elsewhere.
     #[default]
     Sparse,
     /// Burn's matrix product over every pixel.
@@ -134,8 +134,8 @@ pub struct TrainArguments {
     #[arg(long)]
     pub limit: Option<usize>,
     /// How the MLP's hidden layer is computed while training: sparse (from the non-zero
-    /// pixels only, on the host, where that applies: the MLP on ndarray or flex with pixels
-    /// scaled to [0, 1]; the same sums in another order) or dense (Burn's matrix product).
+    /// pixels only, on the host, where that applies: the MLP on flex with pixels scaled to
+    /// [0, 1]; the same sums in another order) or dense (Burn's matrix product).
     #[arg(long, value_enum, default_value_t)]
     pub hidden_layer: HiddenLayerArgument,
     /// No progress bar.

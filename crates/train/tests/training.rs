@@ -70,17 +70,24 @@ fn the_seed_recipe_reaches_88_percent_on_the_test_split() {
     // last line is checked; `reclaim train`'s own output is checked in the root's tests.
 }
 
-/// The sparse-input road computes the same sums as Burn's matrix product in another order:
-/// the two roads train the same model, to the rounding of `f32`.
+/// The sparse-input road (Flex's default for the MLP) computes the same sums as Burn's matrix
+/// product in another order: the two roads train the same model, to the rounding of `f32`.
+/// NdArray keeps the dense road whatever is asked.
+#[cfg(feature = "flex")]
 #[test]
 fn the_sparse_and_dense_hidden_layers_train_the_same_model() {
     let folder = tempfile::tempdir().unwrap();
-    let sparse = train(&quick_config(&folder.path().join("sparse"), 1280)).unwrap();
-    let dense = train(&TrainConfig {
-        hidden_layer: HiddenLayerKernel::Dense,
-        ..quick_config(&folder.path().join("dense"), 1280)
-    })
+    let on_flex = |name: &str, hidden_layer| TrainConfig {
+        backend: BackendChoice::Flex,
+        hidden_layer,
+        ..quick_config(&folder.path().join(name), 1280)
+    };
+    let sparse = train(&on_flex(
+        "sparse",
+        HiddenLayerKernel::SparseInputsWhereTheyApply,
+    ))
     .unwrap();
+    let dense = train(&on_flex("dense", HiddenLayerKernel::Dense)).unwrap();
     assert!(sparse.sparse_inputs && !dense.sparse_inputs);
     let (sparse_loss, dense_loss) = (sparse.epochs[0].train_loss, dense.epochs[0].train_loss);
     assert!(
@@ -93,6 +100,8 @@ fn the_sparse_and_dense_hidden_layers_train_the_same_model() {
             "output {index}: {s} vs {d}"
         );
     }
+    let on_ndarray = train(&quick_config(&folder.path().join("ndarray"), 64)).unwrap();
+    assert!(!on_ndarray.sparse_inputs);
 }
 
 #[test]

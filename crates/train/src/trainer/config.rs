@@ -110,10 +110,13 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
 #[serde(rename_all = "kebab-case")]
 pub enum HiddenLayerKernel {
     /// From the non-zero pixels only, on the host ([`reclaim_model::SparseRows`]), wherever
-    /// that applies: a perceptron ([`ClassifierConfig::Mlp`]) on a CPU backend (NdArray, Flex)
-    /// with pixels scaled to [0, 1], whose background pixels stay exactly 0. Elsewhere, as
-    /// [`Dense`](Self::Dense). On MNIST, about 81% of the pixels are 0: the step's two
-    /// largest products shrink about fivefold (docs/benchmarks.md).
+    /// that applies: a perceptron ([`ClassifierConfig::Mlp`]) on Flex with pixels scaled to
+    /// [0, 1], whose background pixels stay exactly 0. Elsewhere, as [`Dense`](Self::Dense).
+    /// On MNIST about 81% of the pixels are 0, and the step's two largest products shrink
+    /// about fivefold. Not on NdArray: Burn 0.22.1's NdArray reads a tensor that is shared
+    /// (the model's weights) back to the host element by element, which made its step about
+    /// six times slower, not faster (docs/benchmarks.md); not on a GPU, where the pixels would
+    /// cross the bus twice.
     #[default]
     SparseInputsWhereTheyApply,
     /// Burn's matrix product on the device, for every pixel (the reference road).
@@ -125,7 +128,7 @@ impl HiddenLayerKernel {
     pub fn uses_sparse_inputs(self, config: &TrainConfig) -> bool {
         self == HiddenLayerKernel::SparseInputsWhereTheyApply
             && matches!(config.model, ClassifierConfig::Mlp(_))
-            && config.backend.runs_on_the_host()
+            && config.backend == BackendChoice::Flex
             && config.pixel_scaling == PixelScaling::UnitRange
     }
 }
@@ -608,20 +611,20 @@ mod tests {
     }
 
     #[test]
-    fn sparse_inputs_apply_to_the_mlp_on_a_host_backend_with_unit_range_pixels_only() {
+    fn sparse_inputs_apply_to_the_mlp_on_flex_with_unit_range_pixels_only() {
         let sparse = HiddenLayerKernel::SparseInputsWhereTheyApply;
         let applies = |config: TrainConfig| config.hidden_layer.uses_sparse_inputs(&config);
+        let config = || TrainConfig {
+            backend: BackendChoice::Flex,
+            ..config()
+        };
         assert_eq!(config().hidden_layer, sparse, "the recipe's default");
-        for backend in [BackendChoice::Ndarray, BackendChoice::Flex] {
-            assert!(
-                applies(TrainConfig {
-                    backend,
-                    ..config()
-                }),
-                "{backend:?}"
-            );
-        }
-        for backend in [BackendChoice::Wgpu, BackendChoice::Cuda] {
+        assert!(applies(config()));
+        for backend in [
+            BackendChoice::Ndarray,
+            BackendChoice::Wgpu,
+            BackendChoice::Cuda,
+        ] {
             assert!(
                 !applies(TrainConfig {
                     backend,

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Tensor};
 use indicatif::ProgressBar;
 use reclaim_loader::{Epoch, ImageSource, Loader, LoaderState, TensorBatch};
-use reclaim_model::{Classifier, SimpleNn, SparseRows};
+use reclaim_model::Classifier;
 
 use super::config::{RunIdentity, TrainConfig};
 use super::evaluation::evaluate_source;
@@ -47,7 +47,7 @@ pub(super) fn training_step(
     let TensorBatch { images, labels } = batch;
     let (loss, gradients) = match &model {
         Classifier::Mlp(network) if sparse_inputs => {
-            sparse_input_gradients(network, &model, images, labels)?
+            network.sparse_input_loss_and_gradients(images, labels)?
         }
         _ => {
             let loss = model.loss(model.forward(images), labels);
@@ -57,53 +57,6 @@ pub(super) fn training_step(
     };
     let model = optimizer.step(learning_rate, model, gradients);
     Ok((model, loss.inner()))
-}
-
-/// The loss of a perceptron (`network`, inside `model`) on a batch and the gradients of all its
-/// parameters, the hidden layer computed from the batch's non-zero pixels on the host
-/// ([`SimpleNn::hidden_pre_activation_of_sparse`]): Burn's autodiff graph starts at the hidden
-/// layer's output, whose gradient then gives the hidden layer's own.
-fn sparse_input_gradients(
-    network: &SimpleNn,
-    model: &Classifier,
-    images: Tensor<2>,
-    labels: Tensor<1, Int>,
-) -> Result<(Tensor<1>, GradientsParams), TrainError> {
-    let training_device = images.device();
-    let [_, pixels_per_image] = images.dims();
-    let pixels = images
-        .try_into_data_as::<f32>()
-        .map_err(|error| TrainError::Device {
-            message: format!("cannot read the batch's pixels back: {error}"),
-        })?;
-    let pixels = pixels
-        .as_slice::<f32>()
-        .map_err(|error| TrainError::Device {
-            message: format!("cannot read the batch's pixels back: {error:?}"),
-        })?;
-    let sparse = SparseRows::from_dense(pixels, pixels_per_image)?;
-    let hidden = network
-        .hidden_pre_activation_of_sparse(&sparse, &training_device)?
-        .require_grad();
-    let loss = network.loss(
-        network.forward_from_hidden_pre_activation(hidden.clone()),
-        labels,
-    );
-    let mut graph_gradients = loss.backward();
-    let hidden_gradient =
-        hidden
-            .grad_remove(&mut graph_gradients)
-            .ok_or_else(|| TrainError::Device {
-                message: "the autodiff graph gave no gradient for the hidden layer's output".into(),
-            })?;
-    let mut gradients = GradientsParams::from_grads(graph_gradients, model);
-    let hidden_layer = network.hidden_layer_gradients(&sparse, hidden_gradient)?;
-    let (weight_id, weight_gradient) = hidden_layer.weight;
-    gradients.register(weight_id, weight_gradient);
-    if let Some((bias_id, bias_gradient)) = hidden_layer.bias {
-        gradients.register(bias_id, bias_gradient);
-    }
-    Ok((loss, gradients))
 }
 
 /// What every epoch reads and updates: the run's settings and devices, where the run stands,
