@@ -23,7 +23,7 @@
 
 use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::TensorData;
-use burn::tensor::{Device, Distribution, Int, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::memory::{CountingAllocator, allocation_count};
