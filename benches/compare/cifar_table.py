@@ -13,7 +13,7 @@ import argparse
 import statistics
 import sys
 
-from table import InputError, field, mib, read_json, read_json_lines, write_atomically
+from table import InputError, field, mib, print_table, read_json, read_json_lines
 
 TORCHVISION_FIELDS = ["workers", "epochs", "samples", "samples_per_s", "first_batch_ms",
                       "peak_rss_self_bytes", "peak_worker_rss_bytes", "sampled_peak_rss_sum_bytes",
@@ -160,19 +160,16 @@ def main():
     parser.add_argument("--target", type=float, default=50.0, help="the ratio the issue asks for (50)")
     parser.add_argument("--output", help="also write the table to this file")
     arguments = parser.parse_args()
-    try:
-        torchvision = runs_by_workers(arguments.torchvision, TORCHVISION_FIELDS)
-        reclaim = runs_by_workers(arguments.reclaim, RECLAIM_FIELDS)
-        check_same_settings(torchvision, reclaim, arguments.torchvision, arguments.reclaim)
-        machine = read_json(arguments.machine) if arguments.machine else None
-        table = build_table(torchvision, reclaim, machine, arguments.target)
-    except InputError as error:
-        print(f"cifar_table.py: {error}", file=sys.stderr)
-        return 1
-    print(table)
-    if arguments.output:
-        write_atomically(arguments.output, table)
-    return 0
+    return print_table("cifar_table.py", lambda: table_of(arguments), arguments.output)
+
+
+def table_of(arguments):
+    """The table of the files `arguments` name."""
+    torchvision = runs_by_workers(arguments.torchvision, TORCHVISION_FIELDS)
+    reclaim = runs_by_workers(arguments.reclaim, RECLAIM_FIELDS)
+    check_same_settings(torchvision, reclaim, arguments.torchvision, arguments.reclaim)
+    machine = read_json(arguments.machine) if arguments.machine else None
+    return build_table(torchvision, reclaim, machine, arguments.target)
 
 
 if __name__ == "__main__":

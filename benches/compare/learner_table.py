@@ -15,7 +15,7 @@ import statistics
 import sys
 
 # The other table's readers and writer: one copy of each in this folder.
-from table import InputError, field, read_json_lines, write_atomically
+from table import InputError, field, print_table, read_json_lines
 
 MIB = 1024 * 1024
 KIB = 1024
@@ -125,20 +125,20 @@ def main():
     parser.add_argument("--machine", help="JSON describing the machine (machine.py)")
     parser.add_argument("--output", help="also write the table to this file")
     arguments = parser.parse_args()
+    return print_table("learner_table.py", lambda: table_of(arguments), arguments.output)
+
+
+def table_of(arguments):
+    """The table of the files `arguments` name; an unreadable file is an InputError naming it."""
     try:
         jobs, settings = read_jobs(arguments.jobs)
         machine = None
         if arguments.machine:
             with open(arguments.machine) as file:
                 machine = json.load(file)
-        table = build_table(jobs, settings, machine)
-    except (InputError, OSError, json.JSONDecodeError) as error:
-        print(f"learner_table.py: {error}", file=sys.stderr)
-        return 1
-    print(table)
-    if arguments.output:
-        write_atomically(arguments.output, table)
-    return 0
+    except (OSError, json.JSONDecodeError) as error:
+        raise InputError(str(error)) from error
+    return build_table(jobs, settings, machine)
 
 
 if __name__ == "__main__":
