@@ -46,7 +46,11 @@ fn sparse_inputs(criterion: &mut Criterion) {
         bencher.iter(|| rows.times_dense(&weights, HIDDEN).expect("shapes fit"))
     });
     group.bench_function("weight gradient x^T@dh", |bencher| {
-        bencher.iter(|| columns.times_dense(&hidden_gradient, HIDDEN).expect("shapes fit"))
+        bencher.iter(|| {
+            columns
+                .times_dense(&hidden_gradient, HIDDEN)
+                .expect("shapes fit")
+        })
     });
     group.finish();
 }

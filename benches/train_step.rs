@@ -4,10 +4,11 @@
 //! first images of the vendored MNIST's training split, scaled to [0, 1] as the seed's run
 //! scales them (about 81% of the pixels are 0).
 //!
-//! Each CPU backend has two rows: `BACKEND` (the hidden layer from the non-zero pixels on the
-//! host, `reclaim train`'s default there: `SimpleNn::sparse_input_loss_and_gradients`) and
-//! `BACKEND-dense` (Burn's matrix product over every pixel, `--hidden-layer dense`). Other
-//! backends have the dense row only, under their name.
+//! Each row is named by what `reclaim train` does: `flex` takes the hidden layer from the
+//! non-zero pixels on the host (`SimpleNn::sparse_input_loss_and_gradients`, its default
+//! there) and `flex-dense` Burn's matrix product over every pixel (`--hidden-layer dense`);
+//! `ndarray` takes Burn's product (NdArray's only road in `reclaim train`) and `ndarray-sparse`
+//! the sparse one, for comparison. Other backends have Burn's product only.
 //!
 //! Before each backend's timing, the bench counts the heap allocations of 50 steps with the
 //! counting allocator and prints the mean per step (`allocations per step`), every thread's
@@ -121,16 +122,21 @@ impl Stepper {
     }
 }
 
-/// The rows of one backend: the sparse-input road under the backend's name and the dense one
-/// as `BACKEND-dense` on the host's backends; the dense road alone, under its name, elsewhere.
+/// The rows of one backend, each named by what `reclaim train` does there: the backend's own
+/// name for its default road (sparse inputs on Flex, Burn's dense product elsewhere) and
+/// `BACKEND-dense` or `BACKEND-sparse` for the other road on the host's backends.
 fn rows_of(backend: BackendChoice) -> Vec<(String, HiddenLayer)> {
-    if backend.runs_on_the_host() {
-        vec![
-            (backend.name().to_owned(), HiddenLayer::SparseInputs),
-            (format!("{}-dense", backend.name()), HiddenLayer::Dense),
-        ]
-    } else {
-        vec![(backend.name().to_owned(), HiddenLayer::Dense)]
+    let name = backend.name();
+    match backend {
+        BackendChoice::Flex => vec![
+            (name.to_owned(), HiddenLayer::SparseInputs),
+            (format!("{name}-dense"), HiddenLayer::Dense),
+        ],
+        BackendChoice::Ndarray => vec![
+            (name.to_owned(), HiddenLayer::Dense),
+            (format!("{name}-sparse"), HiddenLayer::SparseInputs),
+        ],
+        _ => vec![(name.to_owned(), HiddenLayer::Dense)],
     }
 }
 

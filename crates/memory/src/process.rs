@@ -144,35 +144,6 @@ mod tests {
     }
 
     #[test]
-    fn a_spinning_thread_is_runnable_and_a_blocked_one_is_not() {
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        let (sender, receiver) = std::sync::mpsc::channel::<()>();
-        std::thread::scope(|scope| {
-            let spinner = scope.spawn(|| {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            });
-            let sleeper = scope.spawn(move || receiver.recv());
-            // The spinner never blocks: it is running or waiting for a CPU at every reading.
-            assert!(other_runnable_threads().unwrap() >= 1);
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            spinner.join().unwrap();
-            // The sleeper blocks on its channel: runnable only on its way there.
-            let counted_asleep = (0..1000).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                other_runnable_threads() == Some(0)
-            });
-            sender.send(()).unwrap();
-            sleeper.join().unwrap().unwrap();
-            assert!(
-                counted_asleep,
-                "a thread blocked on a channel was never seen asleep"
-            );
-        });
-    }
-
-    #[test]
     fn status_lines_are_read_in_kibibytes() {
         let status = "Name:\treclaim\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n";
         assert_eq!(status_kibibytes(status, "VmRSS:"), Some(1024));

@@ -67,7 +67,8 @@ pub enum ModelError {
         quantity: &'static str,
     },
     /// Values given as a sparse matrix's rows that are not a whole number of rows of
-    /// `columns` values (or `columns` is 0 or beyond `u32::MAX`).
+    /// `columns` values (or `columns` is 0, or `columns` or the rows are beyond what the
+    /// matrix's `u32` positions hold).
     #[error("{values} values are not whole rows of {columns} columns")]
     SparseShape {
         /// The values given.
@@ -88,6 +89,31 @@ pub enum ModelError {
         dense_values: usize,
         /// The columns the dense values were to have.
         dense_columns: usize,
+    },
+    /// Images of another width than the model's input, given to the sparse-input road.
+    #[error("the images have {given} values each; the model takes {expected}")]
+    InputWidth {
+        /// Values per image given.
+        given: usize,
+        /// The model's `input_size`.
+        expected: usize,
+    },
+    /// A hidden layer's output gradient whose shape is not `[images, hidden_size]`.
+    #[error("the hidden layer's output gradient is {given:?}; {expected:?} was expected")]
+    GradientShape {
+        /// The gradient's dimensions.
+        given: [usize; 2],
+        /// One row per image, one column per hidden unit.
+        expected: [usize; 2],
+    },
+    /// The sparse-input training step was given tensors on a device without autodiff, where
+    /// no gradient can be taken.
+    #[error(
+        "the sparse-input step needs a device with autodiff (`device.autodiff()`), not {device}"
+    )]
+    NotAutodiff {
+        /// The device given, as Burn prints it.
+        device: String,
     },
     /// A tensor could not be read back to the host (for the sparse-input kernel).
     #[error("cannot read {what} back from its device: {message}")]

@@ -13,6 +13,10 @@
 //!   backend), and `to_weight_bytes` / `load_weight_bytes`: weights in Burn's burnpack or
 //!   SafeTensors format ([`WeightFormat`]), as bytes. This crate knows nothing of files: the
 //!   caller decides where the bytes go (the `reclaim-train` crate writes them atomically).
+//! - [`SparseRows`]: a matrix's non-zero values by row, multiplied by a dense matrix touching
+//!   only them; [`SimpleNn::sparse_input_loss_and_gradients`] trains the perceptron's hidden
+//!   layer with it on the host from a batch's non-zero pixels (the loss and every parameter's
+//!   gradient, for Burn's optimizers), where most inputs are 0 (MNIST's).
 //! - [`ModelError`]: the one error type of the crate; an invalid configuration is one of its
 //!   variants, never a panic.
 //!

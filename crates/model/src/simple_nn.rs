@@ -107,14 +107,20 @@ impl SimpleNn {
     ///
     /// # Errors
     ///
-    /// [`ModelError::ProductShape`] when `images` has not `input_size` columns;
+    /// [`ModelError::InputWidth`] when `images` has not `input_size` columns;
     /// [`ModelError::TensorRead`] when the weights cannot be read back.
     pub fn hidden_pre_activation_of_sparse(
         &self,
         images: &SparseRows,
         device: &Device,
     ) -> Result<Tensor<2>, ModelError> {
-        let [_, hidden_size] = self.hidden.weight.dims();
+        let [input_size, hidden_size] = self.hidden.weight.dims();
+        if images.columns() != input_size {
+            return Err(ModelError::InputWidth {
+                given: images.columns(),
+                expected: input_size,
+            });
+        }
         let weight = host_values(self.hidden.weight.val(), "the hidden layer's weight")?;
         let mut hidden = images.times_dense(slice_of(&weight)?, hidden_size)?;
         if let Some(bias) = &self.hidden.bias {
@@ -151,7 +157,8 @@ impl SimpleNn {
     ///
     /// # Errors
     ///
-    /// [`ModelError::ProductShape`] when `images` has not `input_size` columns;
+    /// [`ModelError::NotAutodiff`] when `images` is on a device without autodiff;
+    /// [`ModelError::InputWidth`] when `images` has not `input_size` columns;
     /// [`ModelError::TensorRead`] when a tensor cannot be read back to the host.
     pub fn sparse_input_loss_and_gradients(
         &self,
@@ -159,6 +166,11 @@ impl SimpleNn {
         labels: Tensor<1, Int>,
     ) -> Result<(Tensor<1>, GradientsParams), ModelError> {
         let device = images.device();
+        if !device.is_autodiff() {
+            return Err(ModelError::NotAutodiff {
+                device: format!("{device:?}"),
+            });
+        }
         let [_, pixels_per_image] = images.dims();
         let pixels = host_values(images, "the batch's pixels")?;
         let sparse = SparseRows::from_dense(slice_of(&pixels)?, pixels_per_image)?;
@@ -173,7 +185,7 @@ impl SimpleNn {
                 .grad_remove(&mut graph_gradients)
                 .ok_or(ModelError::TensorRead {
                     what: "the hidden layer's output gradient",
-                    message: "the autodiff graph has none (is the device an autodiff one?)".into(),
+                    message: "the autodiff graph has none".into(),
                 })?;
         let mut gradients = GradientsParams::from_grads(graph_gradients, self);
         let hidden_layer = self.hidden_layer_gradients(&sparse, hidden_gradient)?;
@@ -194,8 +206,8 @@ impl SimpleNn {
     ///
     /// # Errors
     ///
-    /// [`ModelError::ProductShape`] when `images` has not `input_size` columns, or not the rows
-    /// of `hidden_gradient`, or `hidden_gradient` has not `hidden_size` columns;
+    /// [`ModelError::InputWidth`] when `images` has not `input_size` columns;
+    /// [`ModelError::GradientShape`] when `hidden_gradient` is not `[images, hidden_size]`;
     /// [`ModelError::TensorRead`] when `hidden_gradient` cannot be read back.
     pub fn hidden_layer_gradients(
         &self,
@@ -204,14 +216,17 @@ impl SimpleNn {
     ) -> Result<HiddenLayerGradients, ModelError> {
         let device = hidden_gradient.device();
         let [input_size, hidden_size] = self.hidden.weight.dims();
-        if images.columns() != input_size || hidden_gradient.dims() != [images.rows(), hidden_size]
-        {
-            // The weight's gradient must have the weight's shape, and the output's gradient one
-            // row per image.
-            return Err(ModelError::ProductShape {
-                sparse_columns: images.columns(),
-                dense_values: input_size * hidden_size,
-                dense_columns: hidden_size,
+        if images.columns() != input_size {
+            return Err(ModelError::InputWidth {
+                given: images.columns(),
+                expected: input_size,
+            });
+        }
+        let expected = [images.rows(), hidden_size];
+        if hidden_gradient.dims() != expected {
+            return Err(ModelError::GradientShape {
+                given: hidden_gradient.dims(),
+                expected,
             });
         }
         let bias = self.hidden.bias.as_ref().map(|bias| {
@@ -473,6 +488,15 @@ mod tests {
             assert_close(hidden_weight.into_data(), dense_weight.to_data());
             let output_weight = all.get::<2>(model.output.weight.id).unwrap();
             assert_close(output_weight.into_data(), dense_output.into_data());
+            let hidden_bias_gradient = all.get::<1>(hidden_bias.id).unwrap();
+            assert_close(hidden_bias_gradient.into_data(), dense_bias.to_data());
+            let output_bias = model.output.bias.as_ref().unwrap();
+            let dense_output_bias = output_bias.grad(&dense_gradients).unwrap();
+            let output_bias_gradient = all.get::<1>(output_bias.id).unwrap();
+            assert_close(
+                output_bias_gradient.into_data(),
+                dense_output_bias.into_data(),
+            );
 
             let sparse = SparseRows::from_dense(&pixels, columns).unwrap();
             let hidden = model
@@ -498,28 +522,47 @@ mod tests {
     }
 
     #[test]
-    fn sparse_images_of_another_width_are_an_error() {
+    fn sparse_images_of_another_width_or_a_device_without_autodiff_are_errors() {
         let device = cpu_device();
         let model = SimpleNnConfig::new().init(&device);
         let narrow = SparseRows::from_dense(&[1.0; 20], 10).unwrap();
         let error = model
             .hidden_pre_activation_of_sparse(&narrow, &device)
             .unwrap_err();
+        let expected = ModelError::InputWidth {
+            given: 10,
+            expected: 784,
+        };
+        assert_eq!(error.to_string(), expected.to_string());
+        let gradient = Tensor::<2>::zeros([2, 128], &device);
+        let error = model.hidden_layer_gradients(&narrow, gradient).unwrap_err();
+        assert!(
+            matches!(error, ModelError::InputWidth { given: 10, .. }),
+            "{error}"
+        );
+        // Three rows of gradient for two images.
+        let gradient = Tensor::<2>::zeros([3, 128], &device);
+        let two_images = SparseRows::from_dense(&[1.0; 2 * 784], 784).unwrap();
+        let error = model
+            .hidden_layer_gradients(&two_images, gradient)
+            .unwrap_err();
         assert!(
             matches!(
                 error,
-                ModelError::ProductShape {
-                    sparse_columns: 10,
-                    ..
+                ModelError::GradientShape {
+                    given: [3, 128],
+                    expected: [2, 128]
                 }
             ),
             "{error}"
         );
-        let gradient = Tensor::<2>::zeros([2, 128], &device);
-        let error = model.hidden_layer_gradients(&narrow, gradient).unwrap_err();
-        assert!(matches!(error, ModelError::ProductShape { .. }), "{error}");
-        let gradient = Tensor::<2>::zeros([3, 128], &device);
-        let wide = SparseRows::from_dense(&[1.0; 2 * 784], 784).unwrap();
-        assert!(model.hidden_layer_gradients(&wide, gradient).is_err());
+        // Without autodiff no gradient can be taken: an error, not Burn's panic.
+        let images = Tensor::<2>::zeros([2, 784], &device);
+        let labels = Tensor::<1, Int>::from_ints([0, 1], &device);
+        let error = model
+            .sparse_input_loss_and_gradients(images, labels)
+            .unwrap_err();
+        assert!(matches!(error, ModelError::NotAutodiff { .. }), "{error}");
+        assert!(error.to_string().contains("autodiff"), "{error}");
     }
 }

@@ -11,8 +11,9 @@
 //! Hand-written rather than taken from a sparse-matrix crate: the products here are
 //! sparse × dense with a narrow dense side (128 columns), where keeping one output row's
 //! accumulators in registers for the whole row is what makes the kernel fast; the general
-//! crates (sprs, nalgebra-sparse) accumulate through memory. `benches/train_step.rs` measures
-//! the step both ways (`sparse-inputs` and `dense` rows).
+//! crates (sprs, nalgebra-sparse) accumulate through memory. `benches/sparse_inputs.rs` times
+//! the kernel's pieces; `benches/train_step.rs` the step both ways (`flex` and `flex-dense`,
+//! `ndarray` and `ndarray-sparse`).
 
 use rayon::prelude::*;
 
@@ -46,7 +47,13 @@ impl SparseRows {
     /// [`ModelError::SparseShape`] when `columns` is 0 or beyond `u32::MAX`, or when `dense`
     /// is not a whole number of rows.
     pub fn from_dense(dense: &[f32], columns: usize) -> Result<Self, ModelError> {
-        if columns == 0 || u32::try_from(columns).is_err() || dense.len() % columns != 0 {
+        // Positions are `u32`, and the columns are counted in blocks of `ZERO_TEST_BLOCK`.
+        let largest_position = u32::MAX as usize - ZERO_TEST_BLOCK;
+        if columns == 0
+            || columns > largest_position
+            || !dense.len().is_multiple_of(columns)
+            || dense.len() / columns > largest_position
+        {
             return Err(ModelError::SparseShape {
                 values: dense.len(),
                 columns,
@@ -143,10 +150,12 @@ impl SparseRows {
         let mut column_indices = vec![0u32; self.non_zero_count()];
         let mut values = vec![0f32; self.non_zero_count()];
         for (row, entries) in (0u32..).zip(self.row_starts.windows(2)) {
-            for entry in entries[0]..entries[1] {
-                let slot = &mut next[self.column_indices[entry] as usize];
+            let entries = entries[0]..entries[1];
+            let row_columns = &self.column_indices[entries.clone()];
+            for (&column, &value) in row_columns.iter().zip(&self.values[entries]) {
+                let slot = &mut next[column as usize];
                 column_indices[*slot] = row;
-                values[*slot] = self.values[entry];
+                values[*slot] = value;
                 *slot += 1;
             }
         }
@@ -166,35 +175,40 @@ impl SparseRows {
     /// [`ModelError::ProductShape`] when `dense` does not hold `self.columns()` rows of
     /// `dense_columns` values.
     pub fn times_dense(&self, dense: &[f32], dense_columns: usize) -> Result<Vec<f32>, ModelError> {
+        let shape_error = || ModelError::ProductShape {
+            sparse_columns: self.columns,
+            dense_values: dense.len(),
+            dense_columns,
+        };
         if dense_columns == 0 || self.columns.checked_mul(dense_columns) != Some(dense.len()) {
-            return Err(ModelError::ProductShape {
-                sparse_columns: self.columns,
-                dense_values: dense.len(),
-                dense_columns,
-            });
+            return Err(shape_error());
         }
-        let mut product = vec![0f32; self.rows() * dense_columns];
+        let size = self
+            .rows()
+            .checked_mul(dense_columns)
+            .ok_or_else(shape_error)?;
+        let mut product = vec![0f32; size];
         product
             .par_chunks_mut(dense_columns)
             .with_min_len(ROWS_PER_TASK)
             .enumerate()
-            .for_each(|(row, output)| self.row_times_dense(row, dense, output));
+            .for_each(|(row, output)| self.row_times_dense(row, dense, dense_columns, output));
         Ok(product)
     }
 
     /// Row `row` of `self · dense` into `output` (`dense_columns` values), with fused
     /// multiply-adds on 256-bit vectors where the CPU has them (AVX2 and FMA, detected once and
     /// cached by the standard library), else with the portable build's instructions.
-    fn row_times_dense(&self, row: usize, dense: &[f32], output: &mut [f32]) {
+    fn row_times_dense(&self, row: usize, dense: &[f32], dense_columns: usize, output: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: `row_times_dense_avx2_fma` requires only that the CPU supports AVX2 and
             // FMA, which was checked just above.
-            unsafe { self.row_times_dense_avx2_fma(row, dense, output) };
+            unsafe { self.row_times_dense_avx2_fma(row, dense, dense_columns, output) };
             return;
         }
-        self.row_times_dense_with::<false>(row, dense, output);
+        self.row_times_dense_with::<false>(row, dense, dense_columns, output);
     }
 
     /// [`row_times_dense_with`](Self::row_times_dense_with), fused, compiled for AVX2 and FMA.
@@ -207,8 +221,14 @@ impl SparseRows {
     /// The CPU must support AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn row_times_dense_avx2_fma(&self, row: usize, dense: &[f32], output: &mut [f32]) {
-        self.row_times_dense_with::<true>(row, dense, output);
+    unsafe fn row_times_dense_avx2_fma(
+        &self,
+        row: usize,
+        dense: &[f32],
+        dense_columns: usize,
+        output: &mut [f32],
+    ) {
+        self.row_times_dense_with::<true>(row, dense, dense_columns, output);
     }
 
     /// The body of [`row_times_dense`](Self::row_times_dense): `FUSED` sums with
@@ -220,6 +240,7 @@ impl SparseRows {
         &self,
         row: usize,
         dense: &[f32],
+        dense_columns: usize,
         output: &mut [f32],
     ) {
         let multiply_add = |sum: f32, value: f32, weight: f32| {
@@ -229,7 +250,6 @@ impl SparseRows {
                 sum + value * weight
             }
         };
-        let dense_columns = output.len();
         let entries = self.row_starts[row]..self.row_starts[row + 1];
         let indices = &self.column_indices[entries.clone()];
         let values = &self.values[entries];
@@ -315,10 +335,20 @@ mod tests {
     #[test]
     fn the_product_equals_the_dense_product_for_full_and_partial_passes() {
         // 128 columns: two full passes; 70: a full pass and a partial one; 5: partial only.
-        for (rows, inner, columns) in [(64, 784, 128), (33, 50, 70), (3, 9, 5), (40, 17, 64)] {
-            let left = mostly_zero(rows, inner, 0.8, 7);
+        for (rows, inner, columns, zero_share) in [
+            (64, 784, 128, 0.8),
+            (33, 50, 70, 0.8),
+            (3, 9, 5, 0.8),
+            (40, 17, 64, 0.8),
+            // No zero at all: `from_dense` outgrows its first buffers (a quarter of the values).
+            (64, 784, 128, 0.0),
+        ] {
+            let left = mostly_zero(rows, inner, zero_share, 7);
             let right = mostly_zero(inner, columns, 0.0, 11);
             let sparse = SparseRows::from_dense(&left, inner).unwrap();
+            if zero_share == 0.0 {
+                assert_eq!(sparse.non_zero_count(), rows * inner);
+            }
             let product = sparse.times_dense(&right, columns).unwrap();
             close(&product, &dense_product(&left, &right, inner, columns));
         }
@@ -386,7 +416,8 @@ mod tests {
             "{error:?}"
         );
         assert!(sparse.times_dense(&[], 0).is_err());
-        // A count of columns whose product with the rows overflows is refused, not a panic.
+        // A count of dense columns whose product with the sparse columns overflows is refused,
+        // not a panic.
         assert!(sparse.times_dense(&[1.0; 6], usize::MAX).is_err());
     }
 }

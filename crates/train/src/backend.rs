@@ -48,12 +48,6 @@ impl BackendChoice {
         self.name()
     }
 
-    /// Whether the backend computes on the host's CPU (NdArray, Flex), where a host-side
-    /// kernel reads and writes tensors without crossing a bus.
-    pub fn runs_on_the_host(self) -> bool {
-        matches!(self, BackendChoice::Ndarray | BackendChoice::Flex)
-    }
-
     /// Whether this build includes the backend.
     pub fn is_compiled(self) -> bool {
         match self {

@@ -48,7 +48,8 @@ pub enum TrainError {
     /// The loader failed (a worker panicked, say).
     #[error(transparent)]
     Loader(#[from] reclaim_loader::LoaderError),
-    /// Saving or loading the model's weights failed.
+    /// The model refused its configuration, saving or loading its weights failed, or the
+    /// sparse-input step could not read a tensor back or was given a batch of another shape.
     #[error(transparent)]
     Model(#[from] reclaim_model::ModelError),
     /// A checkpoint is unreadable or does not fit this run.
