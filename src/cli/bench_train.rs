@@ -35,6 +35,11 @@ pub struct BenchTrainArguments {
     /// Where the runs, the table (bench-train.md) and the chart (bench-train.svg/.png) go.
     #[arg(long, default_value = "runs/bench-train")]
     pub out: PathBuf,
+    /// How the MLP's hidden layer is computed, as `reclaim train --hidden-layer`: sparse (from
+    /// the non-zero pixels on the host, where that applies: flex) or dense (Burn's product on
+    /// every backend, as this bench measured before the option existed).
+    #[arg(long, value_enum, default_value_t)]
+    pub hidden_layer: super::train::HiddenLayerArgument,
 }
 
 /// What one backend's run measured.
@@ -98,12 +103,16 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
 
     let header = format!(
         "reclaim bench train: {} steps of {} samples ({} MNIST training samples, shuffled), \
-         SGD lr 0.01, {} loader workers, seed {}, every backend in one process",
+         SGD lr 0.01, {} loader workers, seed {}, hidden layer {}, every backend in one process",
         arguments.steps,
         arguments.batch_size,
         arguments.steps * arguments.batch_size,
         arguments.workers,
-        arguments.seed
+        arguments.seed,
+        match arguments.hidden_layer {
+            super::train::HiddenLayerArgument::Sparse => "sparse where it applies (flex)",
+            super::train::HiddenLayerArgument::Dense => "dense",
+        }
     );
     println!("{header}");
     let mut outcomes: Vec<(BackendChoice, Outcome)> = Vec::new();
@@ -122,6 +131,7 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
                 workers: arguments.workers,
                 training_sample_limit: Some(arguments.steps * arguments.batch_size),
                 progress: ProgressDisplay::Hidden,
+                hidden_layer: arguments.hidden_layer.kernel(),
                 storage: super::train::StorageArgument::Mapped.storage(),
                 ..TrainConfig::recipe(
                     backend,

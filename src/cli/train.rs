@@ -57,7 +57,7 @@ pub enum HiddenLayerArgument {
 }
 
 impl HiddenLayerArgument {
-    fn kernel(self) -> HiddenLayerKernel {
+    pub(crate) fn kernel(self) -> HiddenLayerKernel {
         match self {
             HiddenLayerArgument::Sparse => HiddenLayerKernel::SparseInputsWhereTheyApply,
             HiddenLayerArgument::Dense => HiddenLayerKernel::Dense,
