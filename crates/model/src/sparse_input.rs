@@ -25,8 +25,9 @@ const COLUMNS_PER_PASS: usize = 64;
 /// Values tested for zero at once when a dense matrix is read into sparse rows.
 const ZERO_TEST_BLOCK: usize = 16;
 
-/// Output rows below which a product runs on the calling thread: splitting a small product
-/// across threads costs more than it saves.
+/// Output rows per rayon task, so that a product of a few rows stays on the calling thread.
+/// (On the two cores measured, the rows on rayon made the step's forward product 1.6 times and
+/// its weight gradient 1.3 times faster than on one thread: docs/benchmarks.md.)
 const ROWS_PER_TASK: usize = 16;
 
 /// A row-major matrix that keeps only its non-zero values (compressed sparse rows).
@@ -61,48 +62,33 @@ impl SparseRows {
         }
         let rows = dense.len() / columns;
         let mut row_starts = Vec::with_capacity(rows + 1);
-        // Values are written without a branch per value: each at the next free slot, which
-        // advances only past a non-zero one (MNIST's zeros and non-zeros alternate too
-        // irregularly inside an image for a branch to be predicted). So the buffers always
-        // have a row's worth of slots free; they start at a quarter of the values plus a row
-        // (MNIST's batches are about a fifth non-zero) and double when needed.
-        let mut slots = dense.len() / 4 + columns;
-        let mut column_indices = vec![0u32; slots];
-        let mut values = vec![0f32; slots];
-        let mut next = 0;
+        // A quarter of the values: MNIST's batches are about a fifth non-zero.
+        let mut column_indices = Vec::with_capacity(dense.len() / 4);
+        let mut values = Vec::with_capacity(dense.len() / 4);
         row_starts.push(0);
         for row in dense.chunks_exact(columns) {
-            if next + columns > slots {
-                slots = (slots * 2).max(next + columns);
-                column_indices.resize(slots, 0);
-                values.resize(slots, 0.0);
-            }
-            let mut first_column = 0u32;
-            for block in row.chunks(ZERO_TEST_BLOCK) {
+            for (first_column, block) in (0u32..)
+                .step_by(ZERO_TEST_BLOCK)
+                .zip(row.chunks(ZERO_TEST_BLOCK))
+            {
                 // The background of an image is zero in long runs: a block of zeros is passed
                 // over with one vectorized test (an OR of the bits without the sign: ±0.0
-                // give 0) instead of a test per value.
+                // give 0; no early exit, so that it vectorizes) instead of a test per value.
                 let any_non_zero = block
                     .iter()
                     .fold(0u32, |bits, value| bits | (value.to_bits() << 1))
                     != 0;
                 if any_non_zero {
-                    let indices = &mut column_indices[next..next + block.len()];
-                    let kept = &mut values[next..next + block.len()];
-                    let mut written = 0;
                     for (column, &value) in (first_column..).zip(block) {
-                        indices[written] = column;
-                        kept[written] = value;
-                        written += usize::from(value != 0.0);
+                        if value != 0.0 {
+                            column_indices.push(column);
+                            values.push(value);
+                        }
                     }
-                    next += written;
                 }
-                first_column += ZERO_TEST_BLOCK as u32;
             }
-            row_starts.push(next);
+            row_starts.push(values.len());
         }
-        column_indices.truncate(next);
-        values.truncate(next);
         Ok(SparseRows {
             columns,
             row_starts,
@@ -188,33 +174,31 @@ impl SparseRows {
             .checked_mul(dense_columns)
             .ok_or_else(shape_error)?;
         let mut product = vec![0f32; size];
-        product
+        let rows = product
             .par_chunks_mut(dense_columns)
-            .with_min_len(ROWS_PER_TASK)
-            .enumerate()
-            .for_each(|(row, output)| self.row_times_dense(row, dense, dense_columns, output));
-        Ok(product)
-    }
-
-    /// Row `row` of `self · dense` into `output` (`dense_columns` values), with fused
-    /// multiply-adds on 256-bit vectors where the CPU has them (AVX2 and FMA, detected once and
-    /// cached by the standard library), else with the portable build's instructions.
-    fn row_times_dense(&self, row: usize, dense: &[f32], dense_columns: usize, output: &mut [f32]) {
+            .with_min_len(ROWS_PER_TASK);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            // SAFETY: `row_times_dense_avx2_fma` requires only that the CPU supports AVX2 and
-            // FMA, which was checked just above.
-            unsafe { self.row_times_dense_avx2_fma(row, dense, dense_columns, output) };
-            return;
+            rows.enumerate().for_each(|(row, output)| {
+                // SAFETY: `row_times_dense_avx2_fma` requires only that the CPU supports AVX2
+                // and FMA, which was checked just above, before any row.
+                unsafe { self.row_times_dense_avx2_fma(row, dense, dense_columns, output) }
+            });
+            return Ok(product);
         }
-        self.row_times_dense_with::<false>(row, dense, dense_columns, output);
+        rows.enumerate().for_each(|(row, output)| {
+            self.row_times_dense_with::<false>(row, dense, dense_columns, output);
+        });
+        Ok(product)
     }
 
-    /// [`row_times_dense_with`](Self::row_times_dense_with), fused, compiled for AVX2 and FMA.
-    /// Kept beside the portable path rather than behind `-C target-cpu`: Reclaim's binaries are
-    /// built for any x86-64, and this kernel is the step's hot loop (without it the sums are
-    /// 128-bit multiplies and adds, measured in docs/benchmarks.md).
+    /// One row of `self · dense` into `output`, fused (see
+    /// [`row_times_dense_with`](Self::row_times_dense_with)), compiled for AVX2 and FMA. Kept
+    /// beside the portable path rather than behind `-C target-cpu`: Reclaim's binaries are built
+    /// for any x86-64, and on the AMD EPYC measured the portable path's product took 105-129 µs
+    /// against 88 µs for the forward and 114-115 against 106-108 µs for the weight gradient
+    /// (`benches/sparse_inputs.rs`, docs/benchmarks.md).
     ///
     /// # Safety
     ///
@@ -231,7 +215,7 @@ impl SparseRows {
         self.row_times_dense_with::<true>(row, dense, dense_columns, output);
     }
 
-    /// The body of [`row_times_dense`](Self::row_times_dense): `FUSED` sums with
+    /// Row `row` of `self · dense` into `output` (`dense_columns` values): `FUSED` sums with
     /// `f32::mul_add` (one rounding; a single instruction only where FMA is compiled in), else
     /// with a multiply and an add. Inlined into each caller, so that it is compiled with the
     /// caller's target features.
