@@ -28,7 +28,7 @@ use burn::tensor::{Device, Int, Tensor};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::memory::{CountingAllocator, allocation_count};
-use reclaim::model::{SimpleNn, SimpleNnConfig};
+use reclaim::model::{SimpleNn, SimpleNnConfig, SparseRows};
 use reclaim::train::BackendChoice;
 
 #[global_allocator]
@@ -64,6 +64,9 @@ struct Stepper {
     model: Option<SimpleNn>,
     optimizer: ModuleOptimizer,
     images: Tensor<2>,
+    /// The batch's host pixels, which the sparse road reads each step as the trainer reads a
+    /// loader's batch.
+    pixels: Vec<f32>,
     labels: Tensor<1, Int>,
     hidden_layer: HiddenLayer,
 }
@@ -79,6 +82,7 @@ impl Stepper {
             model: Some(SimpleNnConfig::new().init(&device)),
             optimizer: SgdConfig::new().init(),
             images,
+            pixels: pixels.to_vec(),
             labels,
             device,
             hidden_layer,
@@ -98,8 +102,9 @@ impl Stepper {
                 GradientsParams::from_grads(loss.backward(), &model)
             }
             HiddenLayer::SparseInputs => {
+                let sparse = SparseRows::from_dense(&self.pixels, 784).expect("whole rows");
                 model
-                    .sparse_input_loss_and_gradients(images, labels)
+                    .sparse_input_loss_and_gradients(&sparse, labels)
                     .expect("a step on an MNIST batch")
                     .1
             }

@@ -144,38 +144,36 @@ impl SimpleNn {
         self.output.forward(self.activation.forward(hidden))
     }
 
-    /// One training step's loss on `images` (`[batch, input_size]`, on an autodiff device)
-    /// against `labels`, and the gradients of every parameter, for the optimizer: the hidden
-    /// layer is computed from the batch's non-zero pixels on the host
-    /// ([`hidden_pre_activation_of_sparse`]); Burn's autodiff graph starts at the hidden
-    /// layer's output, whose gradient then gives the hidden layer's own
-    /// ([`hidden_layer_gradients`]). Worth it where most inputs are 0 (MNIST's pixels scaled
-    /// to [0, 1]: about 81%) and the device is the host's CPU.
+    /// One training step's loss on `images` (a batch's pixels, `[batch, input_size]`, as
+    /// [`SparseRows`]) against `labels` (on an autodiff device, where the step runs), and the
+    /// gradients of every parameter, for the optimizer: the hidden layer is computed from the
+    /// batch's non-zero pixels on the host ([`hidden_pre_activation_of_sparse`]); Burn's
+    /// autodiff graph starts at the hidden layer's output, whose gradient then gives the hidden
+    /// layer's own ([`hidden_layer_gradients`]). Worth it where most inputs are 0 (MNIST's
+    /// pixels scaled to [0, 1]: about 81%) and the device is the host's CPU. The caller makes
+    /// `images` from the host pixels it has (a loader's batch), so no image tensor is read back.
     ///
     /// [`hidden_pre_activation_of_sparse`]: Self::hidden_pre_activation_of_sparse
     /// [`hidden_layer_gradients`]: Self::hidden_layer_gradients
     ///
     /// # Errors
     ///
-    /// [`ModelError::NotAutodiff`] when `images` is on a device without autodiff;
+    /// [`ModelError::NotAutodiff`] when `labels` is on a device without autodiff;
     /// [`ModelError::InputWidth`] when `images` has not `input_size` columns;
     /// [`ModelError::TensorRead`] when a tensor cannot be read back to the host.
     pub fn sparse_input_loss_and_gradients(
         &self,
-        images: Tensor<2>,
+        images: &SparseRows,
         labels: Tensor<1, Int>,
     ) -> Result<(Tensor<1>, GradientsParams), ModelError> {
-        let device = images.device();
+        let device = labels.device();
         if !device.is_autodiff() {
             return Err(ModelError::NotAutodiff {
                 device: format!("{device:?}"),
             });
         }
-        let [_, pixels_per_image] = images.dims();
-        let pixels = host_values(images, "the batch's pixels")?;
-        let sparse = SparseRows::from_dense(slice_of(&pixels)?, pixels_per_image)?;
         let hidden = self
-            .hidden_pre_activation_of_sparse(&sparse, &device)?
+            .hidden_pre_activation_of_sparse(images, &device)?
             .require_grad();
         let logits = self.forward_from_hidden_pre_activation(hidden.clone());
         let loss = self.loss(logits, labels);
@@ -188,7 +186,7 @@ impl SimpleNn {
                     message: "the autodiff graph has none".into(),
                 })?;
         let mut gradients = GradientsParams::from_grads(graph_gradients, self);
-        let hidden_layer = self.hidden_layer_gradients(&sparse, hidden_gradient)?;
+        let hidden_layer = self.hidden_layer_gradients(images, hidden_gradient)?;
         let (weight_id, weight_gradient) = hidden_layer.weight;
         gradients.register(weight_id, weight_gradient);
         if let Some((bias_id, bias_gradient)) = hidden_layer.bias {
@@ -479,8 +477,9 @@ mod tests {
             let dense_output = model.output.weight.grad(&dense_gradients).unwrap();
 
             // The whole step's gradients, as the optimizer gets them.
+            let sparse = SparseRows::from_dense(&pixels, columns).unwrap();
             let (loss, all) = model
-                .sparse_input_loss_and_gradients(images, labels.clone())
+                .sparse_input_loss_and_gradients(&sparse, labels.clone())
                 .unwrap();
             assert_close(loss.to_data(), dense_loss.to_data());
             assert_eq!(all.len(), 4, "both layers' weights and biases");
@@ -498,7 +497,6 @@ mod tests {
                 dense_output_bias.into_data(),
             );
 
-            let sparse = SparseRows::from_dense(&pixels, columns).unwrap();
             let hidden = model
                 .hidden_pre_activation_of_sparse(&sparse, &device)
                 .unwrap()
@@ -557,10 +555,9 @@ mod tests {
             "{error}"
         );
         // Without autodiff no gradient can be taken: an error, not Burn's panic.
-        let images = Tensor::<2>::zeros([2, 784], &device);
         let labels = Tensor::<1, Int>::from_ints([0, 1], &device);
         let error = model
-            .sparse_input_loss_and_gradients(images, labels)
+            .sparse_input_loss_and_gradients(&two_images, labels)
             .unwrap_err();
         assert!(matches!(error, ModelError::NotAutodiff { .. }), "{error}");
         assert!(error.to_string().contains("autodiff"), "{error}");

@@ -124,17 +124,6 @@ pub enum HiddenLayerKernel {
     Dense,
 }
 
-impl HiddenLayerKernel {
-    /// Whether a run of `config` takes the sparse-input road.
-    pub fn uses_sparse_inputs(self, config: &TrainConfig) -> bool {
-        self == HiddenLayerKernel::SparseInputsWhereTheyApply
-            && matches!(config.model, ClassifierConfig::Mlp(_))
-            && config.backend == BackendChoice::Flex
-            && config.dataset.cifar_variant().is_none()
-            && config.pixel_scaling == PixelScaling::UnitRange
-    }
-}
-
 /// Whether a run starts from scratch or continues from its newest checkpoint, and what it may
 /// do to a run already in its folder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -279,6 +268,16 @@ impl TrainConfig {
             cancellation: CancellationFlag::new(),
             storage: DatasetStorage::owned(),
         }
+    }
+
+    /// Whether this run takes the sparse-input road for the hidden layer
+    /// ([`HiddenLayerKernel::SparseInputsWhereTheyApply`] and where it applies).
+    pub fn uses_sparse_inputs(&self) -> bool {
+        self.hidden_layer == HiddenLayerKernel::SparseInputsWhereTheyApply
+            && matches!(self.model, ClassifierConfig::Mlp(_))
+            && self.backend == BackendChoice::Flex
+            && self.dataset.cifar_variant().is_none()
+            && self.pixel_scaling == PixelScaling::UnitRange
     }
 
     /// The settings a resumed run must share with the run it continues, on the dataset
@@ -615,7 +614,7 @@ mod tests {
     #[test]
     fn sparse_inputs_apply_to_the_mlp_on_flex_with_unit_range_pixels_only() {
         let sparse = HiddenLayerKernel::SparseInputsWhereTheyApply;
-        let applies = |config: TrainConfig| config.hidden_layer.uses_sparse_inputs(&config);
+        let applies = |config: TrainConfig| config.uses_sparse_inputs();
         let config = || TrainConfig {
             backend: BackendChoice::Flex,
             ..config()

@@ -9,8 +9,8 @@ use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use indicatif::ProgressBar;
-use reclaim_loader::{Epoch, ImageSource, Loader, LoaderState, TensorBatch};
-use reclaim_model::Classifier;
+use reclaim_loader::{Batch, Epoch, ImageSource, Loader, LoaderState, TensorBatch};
+use reclaim_model::{Classifier, SparseRows};
 
 use super::config::{RunIdentity, TrainConfig};
 use super::evaluation::evaluate_source;
@@ -32,22 +32,31 @@ const EPOCH_BAR_TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} steps  {msg}  
 /// model and the batch's loss, taken off the autodiff graph. The run and its warm-up both step
 /// through here, so the warm-up exercises exactly the code the run measures.
 ///
-/// With `sparse_inputs` (resolved once per run by [`HiddenLayerKernel::uses_sparse_inputs`])
-/// a perceptron's hidden layer is computed on the host from the batch's non-zero pixels, and
-/// its gradients are handed to the optimizer beside the autodiff graph's.
+/// With `sparse_inputs` ([`TrainConfig::uses_sparse_inputs`], resolved once per epoch) a
+/// perceptron's hidden layer is computed on the host from the batch's non-zero pixels, read
+/// straight from the loader's buffer, and its gradients are handed to the optimizer beside the
+/// autodiff graph's.
 ///
-/// [`HiddenLayerKernel::uses_sparse_inputs`]: super::config::HiddenLayerKernel::uses_sparse_inputs
+/// [`TrainConfig::uses_sparse_inputs`]: super::config::TrainConfig::uses_sparse_inputs
 pub(super) fn training_step(
     model: Classifier,
     optimizer: &mut ModuleOptimizer,
     learning_rate: f64,
-    batch: TensorBatch<2>,
+    batch: Batch<'_>,
+    device: &Device,
     sparse_inputs: bool,
 ) -> Result<(Classifier, Tensor<1>), TrainError> {
-    let TensorBatch { images, labels } = batch;
-    let (loss, gradients) = match &model {
-        Classifier::Mlp(network) if sparse_inputs => {
-            network.sparse_input_loss_and_gradients(images, labels)?
+    let sparse_images = match (&model, batch.images_f32()) {
+        (Classifier::Mlp(_), Some(pixels)) if sparse_inputs => {
+            let pixels_per_image = pixels.len() / batch.len().max(1);
+            Some(SparseRows::from_dense(pixels, pixels_per_image)?)
+        }
+        _ => None,
+    };
+    let TensorBatch { images, labels } = batch.into_tensors::<2>(device)?;
+    let (loss, gradients) = match (&model, sparse_images) {
+        (Classifier::Mlp(network), Some(sparse_images)) => {
+            network.sparse_input_loss_and_gradients(&sparse_images, labels)?
         }
         _ => {
             let loss = model.loss(model.forward(images), labels);
@@ -65,8 +74,6 @@ pub(super) struct EpochRun<'run> {
     pub config: &'run TrainConfig,
     pub device: &'run Device,
     pub training_device: &'run Device,
-    /// Whether steps take the sparse-input road ([`training_step`]).
-    pub sparse_inputs: bool,
     pub identity: &'run RunIdentity,
     pub progress: &'run mut RunProgress,
     pub writers: &'run mut MetricsWriters,
@@ -179,6 +186,7 @@ fn train_on_batches(
         mut optimizer,
     } = state;
     let mut window = LossWindow::starting_after(run.progress.steps_completed);
+    let sparse_inputs = run.config.uses_sparse_inputs();
     for batch in epoch {
         let batch = batch?;
         totals.samples += batch.len();
@@ -187,8 +195,9 @@ fn train_on_batches(
             model,
             &mut optimizer,
             run.config.learning_rate,
-            batch.into_tensors::<2>(run.training_device)?,
-            run.sparse_inputs,
+            batch,
+            run.training_device,
+            sparse_inputs,
         )?;
         window.losses.push(loss);
         run.progress.steps_completed += 1;

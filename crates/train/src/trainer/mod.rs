@@ -57,7 +57,7 @@ pub struct TrainRun {
     /// The run folder.
     pub run_folder: PathBuf,
     /// Whether the perceptron's hidden layer was trained from the non-zero pixels on the host
-    /// ([`HiddenLayerKernel::uses_sparse_inputs`]), rather than by Burn's matrix product.
+    /// ([`TrainConfig::uses_sparse_inputs`]), rather than by Burn's matrix product.
     pub sparse_inputs: bool,
 }
 
@@ -104,7 +104,6 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
             config,
             device: &device,
             training_device: &training_device,
-            sparse_inputs: config.hidden_layer.uses_sparse_inputs(config),
             identity: &identity,
             progress: &mut progress,
             writers: &mut writers,
@@ -151,6 +150,6 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         phases,
         peak_loader_bytes: peak_loader_bytes as u64,
         run_folder: config.run_folder.clone(),
-        sparse_inputs: config.hidden_layer.uses_sparse_inputs(config),
+        sparse_inputs: config.uses_sparse_inputs(),
     })
 }

@@ -148,8 +148,9 @@ fn warm_up_training(
                 model,
                 &mut optimizer,
                 config.learning_rate,
-                batch?.into_tensors::<2>(training_device)?,
-                config.hidden_layer.uses_sparse_inputs(config),
+                batch?,
+                training_device,
+                config.uses_sparse_inputs(),
             )?;
             loss_sum = loss_sum + loss;
         }
