@@ -17,14 +17,16 @@ import os
 import statistics
 import sys
 
-from table import (burn_side, field, print_table, pytorch_side, read_gnu_time, read_json,
-                   reclaim_side)
+from table import (InputError, burn_side, field, print_table, pytorch_side, read_gnu_time,
+                   read_json, reclaim_side)
 
 
 def run_row(folder):
     pytorch = pytorch_side(os.path.join(folder, "pytorch.json"))
     reclaim_run = os.path.join(folder, "reclaim-run")
     reclaim = reclaim_side(reclaim_run)
+    if pytorch["epochs"] != reclaim["epochs"]:
+        raise InputError(f"{folder}: PyTorch ran {pytorch['epochs']} epochs, Reclaim {reclaim['epochs']}")
     phases_path = os.path.join(reclaim_run, "phases.json")
     reclaim_whole_job = field(read_json(phases_path), "total", phases_path)
     burn_path = os.path.join(folder, "burn.jsonl")
@@ -34,6 +36,7 @@ def run_row(folder):
     return {
         "folder": folder,
         "backend": reclaim["backend"],
+        "epochs": reclaim["epochs"],
         "pytorch_job": pytorch["job_seconds"],
         "burn_epoch": burn["seconds_per_epoch"] if burn else None,
         "reclaim_epoch": reclaim["seconds_per_epoch"],
@@ -57,7 +60,16 @@ def spread(values):
     return f"{statistics.median(values):.2f}× (min {min(values):.2f}×, max {max(values):.2f}×)"
 
 
+def check_one_setting(rows):
+    """A series compares like with like: every run on one backend, for one number of epochs."""
+    settings = {(row["backend"], row["epochs"]) for row in rows}
+    if len(settings) > 1:
+        described = ", ".join(f"{row['folder']}: {row['backend']}, {row['epochs']} epochs" for row in rows)
+        raise InputError(f"the runs differ in backend or epochs ({described})")
+
+
 def build_series(rows):
+    check_one_setting(rows)
     lines = [
         "| run | backend | PyTorch job | Reclaim whole job | PyTorch ÷ Reclaim (job) | "
         "PyTorch ÷ Reclaim (process) | Burn's recipe s/epoch | Reclaim s/epoch | "
