@@ -4,11 +4,13 @@
 //! first images of the vendored MNIST's training split, scaled to [0, 1] as the seed's run
 //! scales them (about 81% of the pixels are 0).
 //!
-//! Each row is named by what `reclaim train` does: `flex` takes the hidden layer from the
-//! non-zero pixels on the host (`SimpleNn::sparse_input_loss_and_gradients`, its default
-//! there) and `flex-dense` Burn's matrix product over every pixel (`--hidden-layer dense`);
-//! `ndarray` takes Burn's product (NdArray's only road in `reclaim train`) and `ndarray-sparse`
-//! the sparse one, for comparison. Other backends have Burn's product only.
+//! Each row is named by what `reclaim train` does: a backend's own name is its default road,
+//! `flex` and `ndarray` the fused step on the host (`FusedSgdPerceptron::step`, `--step
+//! fused`: the same host code on both, whose parameters stay on the host); `flex-sparse` the
+//! hidden layer from the non-zero pixels on the host and the rest by Burn's autodiff
+//! (`SimpleNn::sparse_input_loss_and_gradients`, `--step sparse`); `flex-dense` and
+//! `ndarray-dense` Burn's autodiff step over every pixel (`--step dense`). Other backends have
+//! Burn's step only.
 //!
 //! Before each backend's timing, the bench counts the heap allocations of 50 steps with the
 //! counting allocator and prints the mean per step (`allocations per step`), every thread's
@@ -28,7 +30,7 @@ use burn::tensor::{Device, Int, Tensor};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::memory::{CountingAllocator, allocation_count};
-use reclaim::model::{SimpleNn, SimpleNnConfig, SparseRows};
+use reclaim::model::{FusedSgdPerceptron, SimpleNn, SimpleNnConfig, SparseRows};
 use reclaim::train::BackendChoice;
 
 #[global_allocator]
@@ -40,9 +42,10 @@ const BATCH_SIZES: [usize; 3] = [64, 256, 1024];
 /// Steps whose allocations are counted (after as many unmeasured ones).
 const COUNTED_STEPS: u64 = 50;
 
-/// How the hidden layer is computed: the two roads of `reclaim train --hidden-layer`.
+/// The roads of `reclaim train --step`.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum HiddenLayer {
+enum Road {
+    Fused,
     SparseInputs,
     Dense,
 }
@@ -64,44 +67,58 @@ struct Stepper {
     model: Option<SimpleNn>,
     optimizer: ModuleOptimizer,
     images: Tensor<2>,
-    /// The batch's host pixels, which the sparse road reads each step as the trainer reads a
-    /// loader's batch.
+    /// The batch's host pixels and labels, which the host roads read each step as the
+    /// trainer reads a loader's batch.
     pixels: Vec<f32>,
+    host_labels: Vec<i64>,
     labels: Tensor<1, Int>,
-    hidden_layer: HiddenLayer,
+    road: Road,
+    /// The fused road's parameters, on the host.
+    host: Option<FusedSgdPerceptron>,
 }
 
 impl Stepper {
-    fn new(device: Device, pixels: &[f32], hidden_layer: HiddenLayer) -> Self {
+    fn new(device: Device, pixels: &[f32], road: Road) -> Self {
         let batch_size = pixels.len() / 784;
         let images =
             Tensor::<2>::from_data(TensorData::new(pixels.to_vec(), [batch_size, 784]), &device);
         let labels: Vec<i64> = (0..batch_size).map(|index| (index % 10) as i64).collect();
+        let host_labels = labels.clone();
         let labels = Tensor::<1, Int>::from_ints(labels.as_slice(), &device);
+        let model = SimpleNnConfig::new().init(&device);
+        let host = (road == Road::Fused)
+            .then(|| FusedSgdPerceptron::from_model(&model).expect("the model's parameters"));
         Self {
-            model: Some(SimpleNnConfig::new().init(&device)),
+            model: Some(model),
             optimizer: SgdConfig::new().init(),
             images,
             pixels: pixels.to_vec(),
+            host_labels,
             labels,
             device,
-            hidden_layer,
+            road,
+            host,
         }
     }
 
     /// One step: forward, cross-entropy, backward, SGD, then a device sync.
     fn step(&mut self) {
+        if let Some(host) = &mut self.host {
+            host.step(&self.pixels, &self.host_labels, 0.01)
+                .expect("a step on an MNIST batch");
+            return;
+        }
         let model = self
             .model
             .take()
             .expect("the model is put back after each step");
         let (images, labels) = (self.images.clone(), self.labels.clone());
-        let gradients = match self.hidden_layer {
-            HiddenLayer::Dense => {
+        let gradients = match self.road {
+            Road::Dense | Road::Fused => {
                 let loss = model.loss(model.forward(images), labels);
                 GradientsParams::from_grads(loss.backward(), &model)
             }
-            HiddenLayer::SparseInputs => {
+            Road::SparseInputs => {
                 let sparse = SparseRows::from_dense(&self.pixels, 784).expect("whole rows");
                 model
                     .sparse_input_loss_and_gradients(&sparse, labels)
@@ -128,20 +145,21 @@ impl Stepper {
 }
 
 /// The rows of one backend, each named by what `reclaim train` does there: the backend's own
-/// name for its default road (sparse inputs on Flex, Burn's dense product elsewhere) and
-/// `BACKEND-dense` or `BACKEND-sparse` for the other road on the host's backends.
-fn rows_of(backend: BackendChoice) -> Vec<(String, HiddenLayer)> {
+/// name for its default road (the fused step on the host's backends, Burn's dense step
+/// elsewhere) and `BACKEND-sparse` or `BACKEND-dense` for the others it can take.
+fn rows_of(backend: BackendChoice) -> Vec<(String, Road)> {
     let name = backend.name();
     match backend {
         BackendChoice::Flex => vec![
-            (name.to_owned(), HiddenLayer::SparseInputs),
-            (format!("{name}-dense"), HiddenLayer::Dense),
+            (name.to_owned(), Road::Fused),
+            (format!("{name}-sparse"), Road::SparseInputs),
+            (format!("{name}-dense"), Road::Dense),
         ],
         BackendChoice::Ndarray => vec![
-            (name.to_owned(), HiddenLayer::Dense),
-            (format!("{name}-sparse"), HiddenLayer::SparseInputs),
+            (name.to_owned(), Road::Fused),
+            (format!("{name}-dense"), Road::Dense),
         ],
-        _ => vec![(name.to_owned(), HiddenLayer::Dense)],
+        _ => vec![(name.to_owned(), Road::Dense)],
     }
 }
 
@@ -159,9 +177,9 @@ fn train_step(criterion: &mut Criterion) {
             if backend == BackendChoice::Cuda {
                 continue; // measured on a CUDA machine only; see docs/benchmarks.md
             }
-            for (row, hidden_layer) in rows_of(backend) {
+            for (row, road) in rows_of(backend) {
                 let device: Device = backend.device().expect("compiled backend").autodiff();
-                let mut stepper = Stepper::new(device, &pixels, hidden_layer);
+                let mut stepper = Stepper::new(device, &pixels, road);
                 let allocations = stepper.allocations_per_step();
                 eprintln!("{row} batch {batch_size}: {allocations:.1} allocations per step");
                 group.bench_function(&row, |bencher| bencher.iter(|| stepper.step()));

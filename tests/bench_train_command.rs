@@ -19,7 +19,7 @@ fn bench_train_measures_compiled_backends_and_skips_the_others() {
         OsStr::new("4"),
         OsStr::new("--batch-size"),
         OsStr::new("32"),
-        OsStr::new("--hidden-layer"),
+        OsStr::new("--step"),
         OsStr::new("dense"),
         OsStr::new("--out"),
         folder.as_os_str(),
@@ -34,7 +34,7 @@ fn bench_train_measures_compiled_backends_and_skips_the_others() {
         stdout.contains("4 steps of 32 samples (128 MNIST training samples"),
         "{stdout}"
     );
-    assert!(stdout.contains("hidden layer dense,"), "{stdout}");
+    assert!(stdout.contains("step dense,"), "{stdout}");
 
     // The ndarray row holds numbers: samples/s, ms/step, accuracy, heap held, device, after.
     let row = stdout

@@ -35,11 +35,12 @@ pub struct BenchTrainArguments {
     /// Where the runs, the table (bench-train.md) and the chart (bench-train.svg/.png) go.
     #[arg(long, default_value = "runs/bench-train")]
     pub out: PathBuf,
-    /// How the MLP's hidden layer is computed, as `reclaim train --hidden-layer`: sparse (from
-    /// the non-zero pixels on the host, where that applies: flex) or dense (Burn's product on
-    /// every backend, as this bench measured before the option existed).
+    /// The road of the training steps, as `reclaim train --step`: fused (the MLP's whole step
+    /// on the host, where that applies: flex and ndarray), sparse (the hidden layer on the
+    /// host, on flex) or dense (Burn's autodiff step on every backend, as this bench measured
+    /// before the option existed).
     #[arg(long, value_enum, default_value_t)]
-    pub hidden_layer: super::train::HiddenLayerArgument,
+    pub step: super::train::StepArgument,
 }
 
 /// What one backend's run measured.
@@ -103,15 +104,17 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
 
     let header = format!(
         "reclaim bench train: {} steps of {} samples ({} MNIST training samples, shuffled), \
-         SGD lr 0.01, {} loader workers, seed {}, hidden layer {}, every backend in one process",
+         SGD lr 0.01, {} loader workers, seed {}, step {}, every backend in one process",
         arguments.steps,
         arguments.batch_size,
         arguments.steps * arguments.batch_size,
         arguments.workers,
         arguments.seed,
-        match arguments.hidden_layer {
-            super::train::HiddenLayerArgument::Sparse => "sparse where it applies (flex)",
-            super::train::HiddenLayerArgument::Dense => "dense",
+        match arguments.step {
+            super::train::StepArgument::Fused =>
+                "fused where it applies (flex, ndarray), else dense",
+            super::train::StepArgument::Sparse => "sparse where it applies (flex), else dense",
+            super::train::StepArgument::Dense => "dense",
         }
     );
     println!("{header}");
@@ -131,7 +134,7 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
                 workers: arguments.workers,
                 training_sample_limit: Some(arguments.steps * arguments.batch_size),
                 progress: ProgressDisplay::Hidden,
-                hidden_layer: arguments.hidden_layer.kernel(),
+                step_kernel: arguments.step.kernel(),
                 storage: super::train::StorageArgument::Mapped.storage(),
                 ..TrainConfig::recipe(
                     backend,

@@ -9,9 +9,9 @@ use anyhow::Context;
 use reclaim_dataset::DatasetName;
 use reclaim_model::ModelKind;
 use reclaim_train::{
-    BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, HiddenLayerKernel,
-    PixelScaling, ProgressDisplay, RunFile, RunFolderLock, StartPolicy, TrainConfig, TrainError,
-    TrainingData, evaluate_weights, latest_checkpoint, model_for_dataset, standard_augmentation,
+    BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, PixelScaling, ProgressDisplay,
+    RunFile, RunFolderLock, StartPolicy, StepKernel, TrainConfig, TrainError, TrainingData,
+    evaluate_weights, latest_checkpoint, model_for_dataset, standard_augmentation,
 };
 
 use super::interrupt::{self, Interrupted};
@@ -45,22 +45,28 @@ impl StorageArgument {
     }
 }
 
-/// How the MLP's hidden layer is computed while training (`--hidden-layer`).
+/// The road of the training steps (`--step`): reclaim-train's `StepKernel`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum HiddenLayerArgument {
-    /// From the non-zero pixels only, on the host, where that applies (the MLP on flex,
-    /// pixels scaled to [0, 1]); dense elsewhere.
+pub enum StepArgument {
+    /// The MLP's whole step fused on the host, from the non-zero pixels, where that applies
+    /// (the MLP on flex or ndarray, MNIST-family pixels scaled to [0, 1], plain SGD); sparse
+    /// elsewhere, then dense.
     #[default]
+    Fused,
+    /// The MLP's hidden layer from the non-zero pixels on the host, the rest by Burn's
+    /// autodiff, where that applies (the MLP on flex, pixels scaled to [0, 1]); dense
+    /// elsewhere.
     Sparse,
-    /// Burn's matrix product over every pixel.
+    /// Burn's autodiff step, its matrix products over every pixel.
     Dense,
 }
 
-impl HiddenLayerArgument {
-    pub(crate) fn kernel(self) -> HiddenLayerKernel {
+impl StepArgument {
+    pub(crate) fn kernel(self) -> StepKernel {
         match self {
-            HiddenLayerArgument::Sparse => HiddenLayerKernel::SparseInputsWhereTheyApply,
-            HiddenLayerArgument::Dense => HiddenLayerKernel::Dense,
+            StepArgument::Fused => StepKernel::Fused,
+            StepArgument::Sparse => StepKernel::SparseInputs,
+            StepArgument::Dense => StepKernel::Dense,
         }
     }
 }
@@ -133,11 +139,13 @@ pub struct TrainArguments {
     /// Train on the first N training samples only.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// How the MLP's hidden layer is computed while training: sparse (from the non-zero
-    /// pixels only, on the host, where that applies: the MLP on flex with pixels scaled to
-    /// [0, 1]; the same sums in another order) or dense (Burn's matrix product).
+    /// The road of the training steps: fused (the MLP's whole step on the host from the
+    /// non-zero pixels, where that applies: the MLP on flex or ndarray, MNIST-family pixels
+    /// scaled to [0, 1], plain SGD), sparse (the hidden layer only, on flex) or dense (Burn's
+    /// autodiff step). The same step by every road, the same sums in another order; where
+    /// one does not apply the next one does.
     #[arg(long, value_enum, default_value_t)]
-    pub hidden_layer: HiddenLayerArgument,
+    pub step: StepArgument,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -226,7 +234,7 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<Train
         seed: arguments.seed,
         workers: arguments.workers,
         pixel_scaling: pixel_scaling(arguments.standardize, dataset),
-        hidden_layer: arguments.hidden_layer.kernel(),
+        step_kernel: arguments.step.kernel(),
         training_sample_limit: arguments.limit,
         start,
         progress: if arguments.quiet {
@@ -383,28 +391,24 @@ mod tests {
     }
 
     #[test]
-    fn the_hidden_layer_is_sparse_by_default_and_dense_on_request() {
+    fn the_step_is_fused_by_default_and_each_road_on_request() {
         let kernel = |arguments: &[&str]| {
             let command = TrainCommand::try_parse_from(["train"].iter().chain(arguments))?;
             Ok::<_, clap::Error>(
                 config_from_arguments(&command.arguments)
                     .unwrap()
-                    .hidden_layer,
+                    .step_kernel,
             )
         };
+        assert_eq!(kernel(&[]).unwrap(), StepKernel::Fused);
+        assert_eq!(kernel(&["--step", "fused"]).unwrap(), StepKernel::Fused);
         assert_eq!(
-            kernel(&[]).unwrap(),
-            HiddenLayerKernel::SparseInputsWhereTheyApply
+            kernel(&["--step", "sparse"]).unwrap(),
+            StepKernel::SparseInputs
         );
-        assert_eq!(
-            kernel(&["--hidden-layer", "sparse"]).unwrap(),
-            HiddenLayerKernel::SparseInputsWhereTheyApply
-        );
-        assert_eq!(
-            kernel(&["--hidden-layer", "dense"]).unwrap(),
-            HiddenLayerKernel::Dense
-        );
-        assert!(kernel(&["--hidden-layer", "fast"]).is_err());
+        assert_eq!(kernel(&["--step", "dense"]).unwrap(), StepKernel::Dense);
+        assert!(kernel(&["--step", "fast"]).is_err());
+        assert!(kernel(&["--hidden-layer", "dense"]).is_err());
     }
 
     proptest! {

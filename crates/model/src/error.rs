@@ -90,6 +90,47 @@ pub enum ModelError {
         /// The columns the dense values were to have.
         dense_columns: usize,
     },
+    /// A batch whose pixels and labels do not make whole images, one label each, given to
+    /// [`FusedSgdPerceptron::step`](crate::FusedSgdPerceptron::step).
+    #[error(
+        "{pixel_values} pixel values and {labels} labels are not a batch of images of \
+         {input_size} values with one label each (at least one image)"
+    )]
+    BatchShape {
+        /// Pixel values given.
+        pixel_values: usize,
+        /// Labels given.
+        labels: usize,
+        /// Values per image the model takes.
+        input_size: usize,
+    },
+    /// A label that names no class of the model.
+    #[error("label {label} (image {image} of the batch) is not a class: the model has {classes}")]
+    LabelOutOfRange {
+        /// The label given.
+        label: i64,
+        /// Its image's position in the batch, from 0.
+        image: usize,
+        /// The model's classes (labels run from 0 to this, excluded).
+        classes: usize,
+    },
+    /// A model whose layer sizes are not those of the host parameters written into it.
+    #[error(
+        "a perceptron of sizes {given:?} (input, hidden, classes) cannot take the parameters \
+         of one of sizes {expected:?}"
+    )]
+    LayerSizes {
+        /// The model's input, hidden and output sizes.
+        given: [usize; 3],
+        /// The host parameters' sizes.
+        expected: [usize; 3],
+    },
+    /// A learning rate that is not a finite, non-negative number.
+    #[error("learning rate {given} is not a finite number of at least 0")]
+    LearningRate {
+        /// The learning rate given.
+        given: f64,
+    },
     /// Images of another width than the model's input, given to the sparse-input road.
     #[error("the images have {given} values each; the model takes {expected}")]
     InputWidth {

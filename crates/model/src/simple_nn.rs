@@ -80,9 +80,9 @@ impl SimpleNnConfig {
 /// One type for every backend: the [`Device`] it was created on decides where it runs.
 #[derive(Module, Debug)]
 pub struct SimpleNn {
-    hidden: Linear,
+    pub(crate) hidden: Linear,
     activation: Relu,
-    output: Linear,
+    pub(crate) output: Linear,
 }
 
 impl SimpleNn {

@@ -43,6 +43,18 @@ pub struct SparseRows {
     values: Vec<f32>,
 }
 
+/// The empty matrix: no rows, no columns (`row_starts` holds the end of no rows).
+impl Default for SparseRows {
+    fn default() -> Self {
+        SparseRows {
+            columns: 0,
+            row_starts: vec![0],
+            column_indices: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+}
+
 impl SparseRows {
     /// The non-zero values of `dense`, a row-major matrix of `columns` columns.
     ///
@@ -51,6 +63,30 @@ impl SparseRows {
     /// [`ModelError::SparseShape`] when `columns` is 0 or beyond `u32::MAX`, or when `dense`
     /// is not a whole number of rows.
     pub fn from_dense(dense: &[f32], columns: usize) -> Result<Self, ModelError> {
+        let mut sparse = SparseRows::default();
+        sparse.refill_from_dense(dense, columns)?;
+        Ok(sparse)
+    }
+
+    /// Replaces this matrix by the non-zero values of `dense` (as [`from_dense`]), keeping the
+    /// buffers' capacity, so that a step reusing one `SparseRows` allocates nothing once the
+    /// buffers have grown to a batch's size.
+    ///
+    /// [`from_dense`]: Self::from_dense
+    ///
+    /// # Errors
+    ///
+    /// As [`from_dense`](Self::from_dense); the matrix is then left empty.
+    pub(crate) fn refill_from_dense(
+        &mut self,
+        dense: &[f32],
+        columns: usize,
+    ) -> Result<(), ModelError> {
+        self.columns = columns;
+        self.row_starts.clear();
+        self.column_indices.clear();
+        self.values.clear();
+        self.row_starts.push(0);
         // Positions are `u32`, and the columns are counted in blocks of `ZERO_TEST_BLOCK`.
         let largest_position = u32::MAX as usize - ZERO_TEST_BLOCK;
         if columns == 0
@@ -58,17 +94,16 @@ impl SparseRows {
             || !dense.len().is_multiple_of(columns)
             || dense.len() / columns > largest_position
         {
+            self.columns = 0;
             return Err(ModelError::SparseShape {
                 values: dense.len(),
                 columns,
             });
         }
-        let rows = dense.len() / columns;
-        let mut row_starts = Vec::with_capacity(rows + 1);
         // A quarter of the values: MNIST's batches are about a fifth non-zero.
-        let mut column_indices = Vec::with_capacity(dense.len() / 4);
-        let mut values = Vec::with_capacity(dense.len() / 4);
-        row_starts.push(0);
+        self.column_indices.reserve(dense.len() / 4);
+        self.values.reserve(dense.len() / 4);
+        self.row_starts.reserve(dense.len() / columns);
         for row in dense.chunks_exact(columns) {
             for (first_column, block) in (0u32..)
                 .step_by(ZERO_TEST_BLOCK)
@@ -82,22 +117,24 @@ impl SparseRows {
                     .fold(0u32, |bits, value| bits | (value.to_bits() << 1))
                     != 0;
                 if any_non_zero {
+                    // The block's non-zero values gathered without a branch per value (a
+                    // stroke's edge makes `value != 0.0` unpredictable), then appended at once.
+                    let mut block_columns = [0u32; ZERO_TEST_BLOCK];
+                    let mut block_values = [0f32; ZERO_TEST_BLOCK];
+                    let mut kept = 0;
                     for (column, &value) in (first_column..).zip(block) {
-                        if value != 0.0 {
-                            column_indices.push(column);
-                            values.push(value);
-                        }
+                        block_columns[kept] = column;
+                        block_values[kept] = value;
+                        kept += usize::from(value != 0.0);
                     }
+                    self.column_indices
+                        .extend_from_slice(&block_columns[..kept]);
+                    self.values.extend_from_slice(&block_values[..kept]);
                 }
             }
-            row_starts.push(values.len());
+            self.row_starts.push(self.values.len());
         }
-        Ok(SparseRows {
-            columns,
-            row_starts,
-            column_indices,
-            values,
-        })
+        Ok(())
     }
 
     /// Rows of the matrix.
@@ -108,6 +145,12 @@ impl SparseRows {
     /// Columns of the matrix.
     pub fn columns(&self) -> usize {
         self.columns
+    }
+
+    /// Row `row`'s entries: their columns and their values.
+    pub(crate) fn row(&self, row: usize) -> (&[u32], &[f32]) {
+        let entries = self.row_starts[row]..self.row_starts[row + 1];
+        (&self.column_indices[entries.clone()], &self.values[entries])
     }
 
     /// Non-zero values kept.
@@ -128,32 +171,44 @@ impl SparseRows {
     /// The transpose, also as sparse rows: row `c` holds column `c`'s non-zero values, in the
     /// order of their rows (a counting sort, linear in the entries).
     pub fn transpose(&self) -> SparseRows {
-        let mut row_starts = vec![0usize; self.columns + 1];
+        let mut transposed = SparseRows::default();
+        self.transpose_into(&mut transposed);
+        transposed
+    }
+
+    /// Writes the transpose ([`transpose`](Self::transpose)) into `transposed`, keeping its
+    /// buffers' capacity.
+    pub(crate) fn transpose_into(&self, transposed: &mut SparseRows) {
+        let entries = self.non_zero_count();
+        transposed.columns = self.rows();
+        let row_starts = &mut transposed.row_starts;
+        row_starts.clear();
+        row_starts.resize(self.columns + 1, 0);
         for &column in &self.column_indices {
             row_starts[column as usize + 1] += 1;
         }
         for column in 0..self.columns {
             row_starts[column + 1] += row_starts[column];
         }
-        let mut next = row_starts.clone();
-        let mut column_indices = vec![0u32; self.non_zero_count()];
-        let mut values = vec![0f32; self.non_zero_count()];
+        // Each row's next free slot: the row starts, shifted by one as slots are taken, so
+        // that when every entry is placed `row_starts[c]` has become row `c + 1`'s start.
+        transposed.column_indices.clear();
+        transposed.column_indices.resize(entries, 0);
+        transposed.values.clear();
+        transposed.values.resize(entries, 0.0);
         for (row, entries) in (0u32..).zip(self.row_starts.windows(2)) {
             let entries = entries[0]..entries[1];
             let row_columns = &self.column_indices[entries.clone()];
             for (&column, &value) in row_columns.iter().zip(&self.values[entries]) {
-                let slot = &mut next[column as usize];
-                column_indices[*slot] = row;
-                values[*slot] = value;
+                let slot = &mut row_starts[column as usize];
+                transposed.column_indices[*slot] = row;
+                transposed.values[*slot] = value;
                 *slot += 1;
             }
         }
-        SparseRows {
-            columns: self.rows(),
-            row_starts,
-            column_indices,
-            values,
-        }
+        // Back from "each row's end" to "each row's start".
+        row_starts.copy_within(0..self.columns, 1);
+        row_starts[0] = 0;
     }
 
     /// `self · dense`, row-major, where `dense` is a row-major matrix of `self.columns()` rows

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use indicatif::HumanBytes;
-use reclaim_train::{EpochMetrics, RunFile, TrainRun};
+use reclaim_train::{EpochMetrics, RunFile, StepKernel, TrainRun};
 
 /// The epochs as a text table, one line each, as `reclaim train` and `reclaim report` print
 /// them: losses, test accuracy, training and evaluation seconds, training samples per second.
@@ -55,17 +55,30 @@ pub fn run_summary(run: &TrainRun) -> String {
         run.run_folder.display()
     );
     let _ = writeln!(text, "time by phase: {}", run.phases);
-    if run.sparse_inputs {
-        let _ = writeln!(
-            text,
-            "hidden layer trained from the non-zero pixels on the host \
-             (--hidden-layer dense for Burn's product over every pixel)"
-        );
-    }
+    let _ = writeln!(
+        text,
+        "training step: {}",
+        step_kernel_description(run.step_kernel)
+    );
     if let Some(accuracy) = run.final_test_accuracy() {
         let _ = writeln!(text, "test accuracy {:.2}%", accuracy * 100.0);
     }
     text
+}
+
+/// What a run's training step did, for its summary; the other roads named with the option
+/// that asks for them.
+fn step_kernel_description(kernel: StepKernel) -> &'static str {
+    match kernel {
+        StepKernel::Fused => {
+            "fused on the host, from the non-zero pixels (--step dense for Burn's autodiff step)"
+        }
+        StepKernel::SparseInputs => {
+            "hidden layer from the non-zero pixels on the host, the rest by Burn's autodiff \
+             (--step dense for Burn's product over every pixel)"
+        }
+        StepKernel::Dense => "Burn's autodiff and optimizer",
+    }
 }
 
 #[cfg(test)]
@@ -120,7 +133,7 @@ mod tests {
             },
             peak_loader_bytes: 3 * 1024 * 1024 / 2,
             run_folder: "runs/example".into(),
-            sparse_inputs: true,
+            step_kernel: StepKernel::Fused,
         };
         let summary = run_summary(&run);
         assert!(summary.starts_with("epoch  train loss"), "{summary}");
@@ -148,11 +161,17 @@ mod tests {
         let accuracy = run.final_test_accuracy().unwrap();
         assert!(summary.ends_with(&format!("test accuracy {:.2}%\n", accuracy * 100.0)));
         assert!(summary.ends_with("test accuracy 89.42%\n"), "{summary}");
-        assert!(summary.contains("hidden layer trained from the non-zero pixels"));
+        assert!(
+            summary.contains("training step: fused on the host, from the non-zero pixels"),
+            "{summary}"
+        );
         let dense = run_summary(&TrainRun {
-            sparse_inputs: false,
+            step_kernel: StepKernel::Dense,
             ..run
         });
-        assert!(!dense.contains("hidden layer"), "{dense}");
+        assert!(
+            dense.contains("training step: Burn's autodiff and optimizer\n"),
+            "{dense}"
+        );
     }
 }

@@ -71,8 +71,8 @@ pub use run_folder::{RunFolderLock, RunFolderOwner};
 pub use storage::DatasetStorage;
 pub use timeline::{MemoryTimeline, TimelineSample};
 pub use trainer::{
-    CancellationFlag, Evaluation, HiddenLayerKernel, IdentityDifference, MAX_EPOCHS, PixelScaling,
-    RunIdentity, StartPolicy, TrainConfig, TrainRun, evaluate_weights, model_for_dataset,
+    CancellationFlag, Evaluation, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity,
+    StartPolicy, StepKernel, TrainConfig, TrainRun, evaluate_weights, model_for_dataset,
     standard_augmentation, train,
 };
 

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use reclaim_dataset::{Family, default_data_folder};
 use reclaim_model::WeightFormat;
 use reclaim_train::{
-    BackendChoice, CheckpointFile, EpochMetrics, HiddenLayerKernel, ProgressDisplay, RunFile,
-    StartPolicy, StepMetrics, TimelineSample, TrainConfig, TrainError, latest_checkpoint,
-    read_json_lines, train,
+    BackendChoice, CheckpointFile, EpochMetrics, ProgressDisplay, RunFile, StartPolicy, StepKernel,
+    StepMetrics, TimelineSample, TrainConfig, TrainError, latest_checkpoint, read_json_lines,
+    train,
 };
 
 /// What the run's final weights compute on a fixed batch: equal outputs for equal weights.
@@ -70,38 +70,55 @@ fn the_seed_recipe_reaches_88_percent_on_the_test_split() {
     // last line is checked; `reclaim train`'s own output is checked in the root's tests.
 }
 
-/// The sparse-input road (Flex's default for the MLP) computes the same sums as Burn's matrix
-/// product in another order: the two roads train the same model, to the rounding of `f32`.
-/// NdArray keeps the dense road whatever is asked.
+/// Every road of the training step (the fused step on the host, the sparse-input hidden
+/// layer, Burn's dense step) computes the same sums in another order: on Flex and on NdArray
+/// the roads train the same model, to the rounding of `f32`, and each run says which road it
+/// took.
 #[cfg(feature = "flex")]
 #[test]
-fn the_sparse_and_dense_hidden_layers_train_the_same_model() {
+fn every_step_kernel_trains_the_same_model() {
     let folder = tempfile::tempdir().unwrap();
-    let on_flex = |name: &str, hidden_layer| TrainConfig {
-        backend: BackendChoice::Flex,
-        hidden_layer,
-        ..quick_config(&folder.path().join(name), 1280)
+    let run = |name: &str, backend, step_kernel| {
+        let config = TrainConfig {
+            backend,
+            step_kernel,
+            ..quick_config(&folder.path().join(name), 1280)
+        };
+        train(&config).unwrap()
     };
-    let sparse = train(&on_flex(
-        "sparse",
-        HiddenLayerKernel::SparseInputsWhereTheyApply,
-    ))
-    .unwrap();
-    let dense = train(&on_flex("dense", HiddenLayerKernel::Dense)).unwrap();
-    assert!(sparse.sparse_inputs && !dense.sparse_inputs);
-    let (sparse_loss, dense_loss) = (sparse.epochs[0].train_loss, dense.epochs[0].train_loss);
-    assert!(
-        (sparse_loss - dense_loss).abs() < 1e-4 * dense_loss.abs(),
-        "train loss {sparse_loss} vs {dense_loss}"
-    );
-    for (index, (s, d)) in weights(&sparse).iter().zip(weights(&dense)).enumerate() {
+    let dense = run("flex-dense", BackendChoice::Flex, StepKernel::Dense);
+    assert_eq!(dense.step_kernel, StepKernel::Dense);
+    let others = [
+        run("flex-fused", BackendChoice::Flex, StepKernel::Fused),
+        run("flex-sparse", BackendChoice::Flex, StepKernel::SparseInputs),
+        run("ndarray-fused", BackendChoice::Ndarray, StepKernel::Fused),
+        run("ndarray-dense", BackendChoice::Ndarray, StepKernel::Dense),
+    ];
+    let taken: Vec<StepKernel> = others.iter().map(|run| run.step_kernel).collect();
+    let expected = [
+        StepKernel::Fused,
+        StepKernel::SparseInputs,
+        StepKernel::Fused,
+        StepKernel::Dense,
+    ];
+    assert_eq!(taken, expected);
+    let dense_loss = dense.epochs[0].train_loss;
+    let dense_weights = weights(&dense);
+    for other in &others {
+        let loss = other.epochs[0].train_loss;
         assert!(
-            (s - d).abs() < 1e-3 * (1.0 + d.abs()),
-            "output {index}: {s} vs {d}"
+            (loss - dense_loss).abs() < 1e-4 * dense_loss.abs(),
+            "{:?}: train loss {loss} vs {dense_loss}",
+            other.step_kernel
         );
+        for (index, (o, d)) in weights(other).iter().zip(&dense_weights).enumerate() {
+            assert!(
+                (o - d).abs() < 1e-3 * (1.0 + d.abs()),
+                "{:?}: output {index}: {o} vs {d}",
+                other.step_kernel
+            );
+        }
     }
-    let on_ndarray = train(&quick_config(&folder.path().join("ndarray"), 64)).unwrap();
-    assert!(!on_ndarray.sparse_inputs);
 }
 
 #[test]

@@ -104,25 +104,46 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
     }
 }
 
-/// How the perceptron's hidden layer is computed while training ([`TrainConfig::hidden_layer`]).
-/// Both roads compute the same sums, in another order; evaluation always takes Burn's.
+/// Which road a training step takes ([`TrainConfig::step_kernel`]). Every road computes the
+/// same step (cross-entropy, backward, SGD), the same sums in another order; evaluation always
+/// takes Burn's forward. A road asked for where it does not apply falls back to the next one
+/// down the list that does ([`TrainConfig::step_kernel_used`]), and `reclaim train` says which
+/// it took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum HiddenLayerKernel {
-    /// From the non-zero pixels only, on the host ([`reclaim_model::SparseRows`]), wherever
-    /// that applies: a perceptron ([`ClassifierConfig::Mlp`]) on Flex, on a dataset of the
-    /// MNIST family with pixels scaled to [0, 1], whose background pixels stay exactly 0.
-    /// Elsewhere, as [`Dense`](Self::Dense). On MNIST about 81% of the pixels are 0, and the
-    /// step's two largest products shrink about fivefold. Not on NdArray: Burn 0.22.1's
-    /// NdArray reads a tensor that is shared (the model's weights) back to the host element by
-    /// element, which made its step about four times slower, not faster (docs/benchmarks.md);
-    /// not on a GPU, where the pixels would cross the bus twice; not on CIFAR, whose photos
-    /// have no background of zeros to skip (their share of exact zeros was not measured: no
-    /// real CIFAR data is at hand here, so the rule keeps them on Burn's product).
+pub enum StepKernel {
+    /// The perceptron's whole step on the host, fused ([`reclaim_model::FusedSgdPerceptron`]):
+    /// forward, loss, backward and SGD from the batch's non-zero pixels, in buffers reused
+    /// from step to step, the parameters written back into Burn's model before each
+    /// evaluation and checkpoint. Applies to a perceptron ([`ClassifierConfig::Mlp`]) on a
+    /// CPU backend (Flex or NdArray), on a dataset of the MNIST family with pixels scaled to
+    /// [0, 1] (about 81% of MNIST's are exactly 0), trained by plain SGD (no momentum, no
+    /// weight decay). The fastest road on a CPU (docs/benchmarks.md).
     #[default]
-    SparseInputsWhereTheyApply,
-    /// Burn's matrix product on the device, for every pixel (the reference road).
+    Fused,
+    /// The hidden layer from the non-zero pixels on the host ([`reclaim_model::SparseRows`]),
+    /// the rest of the step by Burn's autodiff and optimizer. Applies to a perceptron on Flex,
+    /// on the MNIST family with pixels scaled to [0, 1]. Not on NdArray: Burn 0.22.1's NdArray
+    /// reads a tensor that is shared (the model's weights) back to the host element by element,
+    /// which made its step about four times slower, not faster (docs/benchmarks.md); not on a
+    /// GPU, where the pixels would cross the bus twice; not on CIFAR, whose photos have no
+    /// background of zeros to skip (their share of exact zeros was not measured: no real CIFAR
+    /// data is at hand here, so the rule keeps them on Burn's product).
+    SparseInputs,
+    /// Burn's step on the device: its matrix products over every pixel, its autodiff, its
+    /// optimizer (the reference road; the only one for a GPU, a CNN, CIFAR or momentum).
     Dense,
+}
+
+impl StepKernel {
+    /// The name `reclaim train --step` takes and the summary prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKernel::Fused => "fused",
+            StepKernel::SparseInputs => "sparse-inputs",
+            StepKernel::Dense => "dense",
+        }
+    }
 }
 
 /// Whether a run starts from scratch or continues from its newest checkpoint, and what it may
@@ -220,8 +241,9 @@ pub struct TrainConfig {
     pub workers: usize,
     /// Pixel scaling.
     pub pixel_scaling: PixelScaling,
-    /// How the perceptron's hidden layer is computed while training.
-    pub hidden_layer: HiddenLayerKernel,
+    /// The road of the training steps asked for ([`TrainConfig::step_kernel_used`] gives the
+    /// one taken).
+    pub step_kernel: StepKernel,
     /// Train on the first N samples of the training split only (for quick runs and tests).
     pub training_sample_limit: Option<usize>,
     /// Stop after this many epochs have completed in total, as if interrupted (for tests of
@@ -259,7 +281,7 @@ impl TrainConfig {
             seed: 42,
             workers: 0,
             pixel_scaling: PixelScaling::UnitRange,
-            hidden_layer: HiddenLayerKernel::SparseInputsWhereTheyApply,
+            step_kernel: StepKernel::Fused,
             training_sample_limit: None,
             stop_after_epochs: None,
             start: StartPolicy::Fresh,
@@ -271,14 +293,25 @@ impl TrainConfig {
         }
     }
 
-    /// Whether this run takes the sparse-input road for the hidden layer
-    /// ([`HiddenLayerKernel::SparseInputsWhereTheyApply`] and where it applies).
-    pub fn uses_sparse_inputs(&self) -> bool {
-        self.hidden_layer == HiddenLayerKernel::SparseInputsWhereTheyApply
-            && matches!(self.model, ClassifierConfig::Mlp(_))
-            && self.backend == BackendChoice::Flex
+    /// The road this run's training steps take: [`TrainConfig::step_kernel`] where it applies,
+    /// else the first road after it in [`StepKernel`]'s list that does (Burn's dense step
+    /// applies everywhere).
+    pub fn step_kernel_used(&self) -> StepKernel {
+        let host_pixels_mostly_zero = matches!(self.model, ClassifierConfig::Mlp(_))
             && self.dataset.cifar_variant().is_none()
-            && self.pixel_scaling == PixelScaling::UnitRange
+            && self.pixel_scaling == PixelScaling::UnitRange;
+        let fused_applies = host_pixels_mostly_zero
+            && matches!(self.backend, BackendChoice::Flex | BackendChoice::Ndarray)
+            && self.momentum.is_none()
+            && self.weight_decay.is_none();
+        let sparse_inputs_apply = host_pixels_mostly_zero && self.backend == BackendChoice::Flex;
+        match self.step_kernel {
+            StepKernel::Fused if fused_applies => StepKernel::Fused,
+            StepKernel::Fused | StepKernel::SparseInputs if sparse_inputs_apply => {
+                StepKernel::SparseInputs
+            }
+            _ => StepKernel::Dense,
+        }
     }
 
     /// The settings a resumed run must share with the run it continues, on the dataset
@@ -612,49 +645,76 @@ mod tests {
         TrainConfig::recipe(BackendChoice::Ndarray, "data".into(), "run".into())
     }
 
+    /// Each road where it applies, and the fallback from each where it does not.
     #[test]
-    fn sparse_inputs_apply_to_the_mlp_on_flex_with_unit_range_pixels_only() {
-        let sparse = HiddenLayerKernel::SparseInputsWhereTheyApply;
-        let applies = |config: TrainConfig| config.uses_sparse_inputs();
-        let config = || TrainConfig {
+    fn each_step_kernel_is_used_where_it_applies_and_falls_back_where_not() {
+        use StepKernel::{Dense, Fused, SparseInputs};
+        let used = |config: TrainConfig| config.step_kernel_used();
+        let on_flex = |step_kernel| TrainConfig {
             backend: BackendChoice::Flex,
+            step_kernel,
             ..config()
         };
-        assert_eq!(config().hidden_layer, sparse, "the recipe's default");
-        assert!(applies(config()));
-        for backend in [
-            BackendChoice::Ndarray,
-            BackendChoice::Wgpu,
-            BackendChoice::Cuda,
-        ] {
-            assert!(
-                !applies(TrainConfig {
+        assert_eq!(config().step_kernel, Fused, "the recipe's default");
+        assert_eq!(used(config()), Fused, "on NdArray");
+        assert_eq!(used(on_flex(Fused)), Fused);
+        assert_eq!(used(on_flex(SparseInputs)), SparseInputs);
+        assert_eq!(used(on_flex(Dense)), Dense);
+        for backend in [BackendChoice::Wgpu, BackendChoice::Cuda] {
+            for kernel in [Fused, SparseInputs, Dense] {
+                let config = TrainConfig {
                     backend,
-                    ..config()
-                }),
-                "{backend:?}"
-            );
+                    ..on_flex(kernel)
+                };
+                assert_eq!(used(config), Dense, "{backend:?} {kernel:?}");
+            }
         }
-        assert!(!applies(TrainConfig {
-            pixel_scaling: PixelScaling::MnistStandardized,
+        let ndarray_sparse = TrainConfig {
+            step_kernel: SparseInputs,
             ..config()
-        }));
-        assert!(!applies(TrainConfig {
-            model: ClassifierConfig::default_for(ModelKind::Cnn),
-            ..config()
-        }));
-        assert!(!applies(TrainConfig {
-            hidden_layer: HiddenLayerKernel::Dense,
-            ..config()
-        }));
-        assert!(!applies(TrainConfig {
-            dataset: DatasetName::Cifar10,
-            ..config()
-        }));
-        assert!(applies(TrainConfig {
+        };
+        assert_eq!(
+            used(ndarray_sparse),
+            Dense,
+            "sparse inputs are for Flex only"
+        );
+        // Momentum or weight decay: not the fused step's plain SGD; Flex keeps sparse inputs.
+        let with_momentum = TrainConfig {
+            momentum: Some(0.9),
+            ..on_flex(Fused)
+        };
+        assert_eq!(used(with_momentum.clone()), SparseInputs);
+        let with_weight_decay = TrainConfig {
+            weight_decay: Some(1e-4),
+            ..on_flex(Fused)
+        };
+        assert_eq!(used(with_weight_decay), SparseInputs);
+        let ndarray_momentum = TrainConfig {
+            backend: BackendChoice::Ndarray,
+            ..with_momentum
+        };
+        assert_eq!(used(ndarray_momentum), Dense);
+        for not_mostly_zero in [
+            TrainConfig {
+                pixel_scaling: PixelScaling::MnistStandardized,
+                ..on_flex(Fused)
+            },
+            TrainConfig {
+                model: ClassifierConfig::default_for(ModelKind::Cnn),
+                ..on_flex(Fused)
+            },
+            TrainConfig {
+                dataset: DatasetName::Cifar10,
+                ..on_flex(Fused)
+            },
+        ] {
+            assert_eq!(used(not_mostly_zero), Dense);
+        }
+        let fashion = TrainConfig {
             dataset: DatasetName::FashionMnist,
-            ..config()
-        }));
+            ..on_flex(Fused)
+        };
+        assert_eq!(used(fashion), Fused);
     }
 
     /// The fingerprint of a small dataset whose first training label is `first_label`.

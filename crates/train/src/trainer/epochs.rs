@@ -10,9 +10,9 @@ use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use indicatif::ProgressBar;
 use reclaim_loader::{Batch, Epoch, ImageSource, Loader, LoaderState, TensorBatch};
-use reclaim_model::{Classifier, SparseRows};
+use reclaim_model::{Classifier, FusedSgdPerceptron, SparseRows};
 
-use super::config::{RunIdentity, TrainConfig};
+use super::config::{RunIdentity, StepKernel, TrainConfig};
 use super::evaluation::evaluate_source;
 use super::measurement::RunMeasurement;
 use super::resume::{MetricsWriters, RunProgress, TrainingState};
@@ -28,17 +28,91 @@ const STEPS_PER_LOG_LINE: usize = 10;
 /// speed, in indicatif's template syntax.
 const EPOCH_BAR_TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} steps  {msg}  {elapsed_precise}";
 
-/// One optimizer step on one batch: forward, cross-entropy, backward, SGD. Returns the updated
-/// model and the batch's loss, taken off the autodiff graph. The run and its warm-up both step
-/// through here, so the warm-up exercises exactly the code the run measures.
+/// The training steps of one stretch of a run (an epoch, the warm-up), on the road
+/// [`TrainConfig::step_kernel_used`] gives: the run and its warm-up both step through here, so
+/// the warm-up exercises exactly the code the run measures.
 ///
-/// With `sparse_inputs` ([`TrainConfig::uses_sparse_inputs`], resolved once per epoch) a
-/// perceptron's hidden layer is computed on the host from the batch's non-zero pixels, read
-/// straight from the loader's buffer, and its gradients are handed to the optimizer beside the
-/// autodiff graph's.
+/// On the fused road the perceptron's parameters live on the host between steps
+/// ([`FusedSgdPerceptron`]); [`synced`](Self::synced) writes them back into the model, which
+/// every evaluation and checkpoint reads.
 ///
-/// [`TrainConfig::uses_sparse_inputs`]: super::config::TrainConfig::uses_sparse_inputs
-pub(super) fn training_step(
+/// [`TrainConfig::step_kernel_used`]: super::config::TrainConfig::step_kernel_used
+pub(super) struct TrainingSteps {
+    kernel: StepKernel,
+    /// The perceptron's parameters on the fused road, read from the model when the stretch
+    /// began.
+    host: Option<FusedSgdPerceptron>,
+}
+
+/// One step's loss: still on the device (Burn's roads, read back a window at a time) or
+/// already on the host (the fused road).
+pub(super) enum StepLoss {
+    Device(Tensor<1>),
+    Host(f32),
+}
+
+impl TrainingSteps {
+    /// Steps on `kernel`'s road, starting from `model`'s parameters.
+    pub(super) fn new(kernel: StepKernel, model: &Classifier) -> Result<Self, TrainError> {
+        let host = match (kernel, model) {
+            (StepKernel::Fused, Classifier::Mlp(network)) => {
+                Some(FusedSgdPerceptron::from_model(network)?)
+            }
+            _ => None,
+        };
+        Ok(TrainingSteps { kernel, host })
+    }
+
+    /// One optimizer step on one batch: forward, cross-entropy, backward, SGD. Returns the
+    /// model (unchanged on the fused road, whose parameters are on the host until
+    /// [`synced`](Self::synced)) and the batch's loss, off the autodiff graph.
+    pub(super) fn step(
+        &mut self,
+        model: Classifier,
+        optimizer: &mut ModuleOptimizer,
+        learning_rate: f64,
+        batch: Batch<'_>,
+        device: &Device,
+    ) -> Result<(Classifier, StepLoss), TrainError> {
+        if let Some(host) = &mut self.host {
+            if let Some(pixels) = batch.images_f32() {
+                let loss = host.step(pixels, batch.labels(), learning_rate as f32)?;
+                return Ok((model, StepLoss::Host(loss)));
+            }
+            // Pixels that are not `f32` (never on the road's settings): Burn's step from here,
+            // on the parameters written back and marked for autodiff again.
+            let model = self.synced(model)?.train();
+            self.host = None;
+            self.kernel = StepKernel::Dense;
+            return self.step(model, optimizer, learning_rate, batch, device);
+        }
+        let (model, loss) = burn_step(
+            model,
+            optimizer,
+            learning_rate,
+            batch,
+            device,
+            self.kernel == StepKernel::SparseInputs,
+        )?;
+        Ok((model, StepLoss::Device(loss)))
+    }
+
+    /// `model` with the parameters the steps have reached (itself, on Burn's roads).
+    pub(super) fn synced(&self, model: Classifier) -> Result<Classifier, TrainError> {
+        match (&self.host, model) {
+            (Some(host), Classifier::Mlp(network)) => {
+                Ok(Classifier::Mlp(host.write_into(network)?))
+            }
+            (_, model) => Ok(model),
+        }
+    }
+}
+
+/// Burn's step: forward, cross-entropy, backward through its autodiff graph, its optimizer.
+/// With `sparse_inputs` a perceptron's hidden layer is computed on the host from the batch's
+/// non-zero pixels, read straight from the loader's buffer, and its gradients are handed to
+/// the optimizer beside the autodiff graph's.
+fn burn_step(
     model: Classifier,
     optimizer: &mut ModuleOptimizer,
     learning_rate: f64,
@@ -186,18 +260,17 @@ fn train_on_batches(
         mut optimizer,
     } = state;
     let mut window = LossWindow::starting_after(run.progress.steps_completed);
-    let sparse_inputs = run.config.uses_sparse_inputs();
+    let mut steps = TrainingSteps::new(run.config.step_kernel_used(), &model)?;
     for batch in epoch {
         let batch = batch?;
         totals.samples += batch.len();
         let loss;
-        (model, loss) = training_step(
+        (model, loss) = steps.step(
             model,
             &mut optimizer,
             run.config.learning_rate,
             batch,
             run.training_device,
-            sparse_inputs,
         )?;
         window.losses.push(loss);
         run.progress.steps_completed += 1;
@@ -214,7 +287,10 @@ fn train_on_batches(
             flush_losses(run, &mut window, epoch_number, &mut totals, bar)?;
         }
         if checkpoint_due || cancelled {
-            let state = TrainingState { model, optimizer };
+            let state = TrainingState {
+                model: steps.synced(model)?,
+                optimizer,
+            };
             let partial = Some(totals.partial());
             if cancelled {
                 return Err(interrupt(run, &state, epoch.state(), partial)?);
@@ -223,6 +299,7 @@ fn train_on_batches(
             TrainingState { model, optimizer } = state;
         }
     }
+    let model = steps.synced(model)?;
     Ok((TrainingState { model, optimizer }, totals))
 }
 
@@ -359,11 +436,12 @@ impl EpochTotals {
     }
 }
 
-/// The losses of the steps since the last read-back, kept on the device.
+/// The losses of the steps since the last read-back: on the device (Burn's roads) or on the
+/// host (the fused road).
 struct LossWindow {
     /// The step (counted from 1 over the run) of the first loss.
     first_step: usize,
-    losses: Vec<Tensor<1>>,
+    losses: Vec<StepLoss>,
 }
 
 impl LossWindow {
@@ -374,21 +452,43 @@ impl LossWindow {
         }
     }
 
-    /// The losses, read back in one transfer; the window then starts after them.
+    /// The losses, those on the device read back in one transfer; the window then starts
+    /// after them.
     fn take_values(&mut self) -> Result<Vec<f32>, TrainError> {
         let losses = std::mem::take(&mut self.losses);
         self.first_step += losses.len();
-        if losses.is_empty() {
-            return Ok(Vec::new());
-        }
-        Tensor::cat(losses, 0)
-            .into_data()
-            .convert::<f32>()
-            .try_into_vec::<f32>()
-            .map_err(|error| TrainError::Device {
-                message: format!("reading the losses back: {error:?}"),
+        let on_device: Vec<Tensor<1>> = losses
+            .iter()
+            .filter_map(|loss| match loss {
+                StepLoss::Device(loss) => Some(loss.clone()),
+                StepLoss::Host(_) => None,
             })
+            .collect();
+        let mut read_back = read_back(on_device)?.into_iter();
+        losses
+            .into_iter()
+            .map(|loss| match loss {
+                StepLoss::Host(value) => Ok(value),
+                StepLoss::Device(_) => read_back.next().ok_or_else(|| TrainError::Device {
+                    message: "reading the losses back: fewer values than losses".into(),
+                }),
+            })
+            .collect()
     }
+}
+
+/// The values of one-element `losses`, read back in one transfer (none for none).
+fn read_back(losses: Vec<Tensor<1>>) -> Result<Vec<f32>, TrainError> {
+    if losses.is_empty() {
+        return Ok(Vec::new());
+    }
+    Tensor::cat(losses, 0)
+        .into_data()
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .map_err(|error| TrainError::Device {
+            message: format!("reading the losses back: {error:?}"),
+        })
 }
 
 /// Evaluates the model after an epoch, marking the evaluation in the memory timeline, and

@@ -28,8 +28,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use config::{
-    CancellationFlag, HiddenLayerKernel, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity,
-    StartPolicy, TrainConfig, model_for_dataset, standard_augmentation,
+    CancellationFlag, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity, StartPolicy,
+    StepKernel, TrainConfig, model_for_dataset, standard_augmentation,
 };
 pub use evaluation::{Evaluation, evaluate_weights};
 
@@ -56,9 +56,8 @@ pub struct TrainRun {
     pub peak_loader_bytes: u64,
     /// The run folder.
     pub run_folder: PathBuf,
-    /// Whether the perceptron's hidden layer was trained from the non-zero pixels on the host
-    /// ([`TrainConfig::uses_sparse_inputs`]), rather than by Burn's matrix product.
-    pub sparse_inputs: bool,
+    /// The road the training steps took ([`TrainConfig::step_kernel_used`]).
+    pub step_kernel: StepKernel,
 }
 
 impl TrainRun {
@@ -150,6 +149,6 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         phases,
         peak_loader_bytes: peak_loader_bytes as u64,
         run_folder: config.run_folder.clone(),
-        sparse_inputs: config.uses_sparse_inputs(),
+        step_kernel: config.step_kernel_used(),
     })
 }

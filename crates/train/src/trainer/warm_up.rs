@@ -9,8 +9,9 @@ use reclaim_model::Classifier;
 
 use super::config::TrainConfig;
 use super::dataset_check::CheckedDataset;
-use super::epochs::training_step;
+use super::epochs::{StepLoss, TrainingSteps};
 use super::evaluation::{EVALUATION_BATCH_SIZE, evaluate_source};
+use super::release::free_orphaned_autodiff_nodes;
 use crate::{BackendChoice, TrainError};
 
 /// The batch sizes a run will see: full batches and the last, partial one of each split.
@@ -97,6 +98,9 @@ pub(super) fn warm_up(
     if config.backend == BackendChoice::Flex {
         give_every_pool_thread_its_gemm_workspace(device);
     }
+    // The warm-up's model goes first, so that the sweep frees its nodes too.
+    drop(model);
+    free_orphaned_autodiff_nodes(device);
     training_device.sync().map_err(|error| TrainError::Device {
         message: format!("{error:?}"),
     })
@@ -140,21 +144,24 @@ fn warm_up_training(
     let mut optimizer = config.optimizer();
     std::thread::scope(|scope| -> Result<Classifier, TrainError> {
         let mut model = model;
+        let mut steps = TrainingSteps::new(config.step_kernel_used(), &model)?;
         let epoch = loader.epoch(scope, 0)?;
         let mut loss_sum = Tensor::<1>::zeros([1], device);
         for batch in &epoch {
             let loss;
-            (model, loss) = training_step(
+            (model, loss) = steps.step(
                 model,
                 &mut optimizer,
                 config.learning_rate,
                 batch?,
                 training_device,
-                config.uses_sparse_inputs(),
             )?;
-            loss_sum = loss_sum + loss;
+            if let StepLoss::Device(loss) = loss {
+                loss_sum = loss_sum + loss;
+            }
         }
         let _ = loss_sum.into_scalar::<f32>();
+        let model = steps.synced(model)?;
         Ok(model)
     })
 }
