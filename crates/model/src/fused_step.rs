@@ -1,20 +1,27 @@
 //! The perceptron's whole training step on the host, fused: forward, cross-entropy, backward and
 //! plain SGD in one pass over buffers that are reused from step to step.
 //!
-//! Burn's step on a CPU backend builds an autodiff graph, allocates every intermediate tensor,
-//! writes each gradient out in full and then reads it again to update the weights: on the
-//! MNIST perceptron at batch 64 that is about 570 heap allocations and 800 µs, of which the
-//! arithmetic is a fraction (docs/benchmarks.md). [`FusedSgdPerceptron`] keeps a
-//! [`SimpleNn`]'s four parameters on the host and steps them itself:
+//! Burn's step on a CPU backend builds an autodiff graph, allocates every intermediate tensor
+//! (about 570 heap allocations a batch-64 step of the MNIST perceptron on Flex), writes each
+//! gradient out in full and reads it again to update the weights, and multiplies every pixel,
+//! though about 81% of MNIST's are 0. [`FusedSgdPerceptron`] keeps a [`SimpleNn`]'s four
+//! parameters on the host and steps them itself, allocating nothing once its buffers have
+//! grown to the batch:
 //!
-//! - the hidden layer from the batch's non-zero pixels only ([`SparseRows`]: on MNIST about
-//!   81% of the pixels are 0), its rows on rayon's threads;
+//! - the batch's non-zero pixels, read by pixel ([`SparseRows`] and its transpose);
+//! - the hidden layer's forward: each non-zero pixel's row of weights added into the images
+//!   that have it, the weights kept as panels of 64 columns, one panel per rayon task
+//!   (`fused_kernels.rs`);
 //! - the output layer, the softmax and the loss's gradient in a few small loops over the
-//!   batch, the output weights kept by class so that every loop runs along 128 contiguous
-//!   values;
-//! - the hidden weights updated in place, `W -= learning_rate · (Xᵀ · dH)`, one weight row at
-//!   a time from the pixels that are not 0 there, without the gradient ever being written
-//!   out ([`SparseRows::subtract_scaled_product`]).
+//!   batch, the output weights kept by class so that every loop runs along contiguous values;
+//! - the hidden weights updated in place, `W -= learning_rate · (Xᵀ · dH)`: each weight row's
+//!   gradient summed in registers over the images where its pixel is not 0, then subtracted,
+//!   so each row is read and written once, and rows whose pixel is 0 in every image not at
+//!   all.
+//!
+//! Every kernel runs with AVX2 and FMA where the CPU has them, found at run time (Reclaim's
+//! binaries are built for any x86-64). docs/benchmarks.md times the step against Burn's
+//! (`benches/train_step.rs`).
 //!
 //! It computes what Burn's step computes (`SimpleNn::loss`'s cross-entropy, then SGD without
 //! momentum or weight decay, Burn's `SgdConfig::new()`): the same sums in another order, so the
@@ -105,11 +112,19 @@ impl FusedSgdPerceptron {
     ///
     /// # Errors
     ///
+    /// [`ModelError::ZeroSize`] for a model with a layer of size 0 (one `SimpleNnConfig::init`
+    /// makes without [`validate`](crate::SimpleNnConfig::validate));
     /// [`ModelError::TensorRead`] when a parameter cannot be read back, or a layer has no
     /// bias (a `SimpleNn` always has one).
     pub fn from_model(model: &SimpleNn) -> Result<Self, ModelError> {
         let [input_size, hidden_size] = model.hidden.weight.dims();
         let [_, classes] = model.output.weight.dims();
+        crate::SimpleNnConfig {
+            input_size,
+            hidden_size,
+            number_of_classes: classes,
+        }
+        .validate()?;
         let output_weight = host_vec(model.output.weight.val(), "the output layer's weight")?;
         let hidden_weight = host_vec(model.hidden.weight.val(), "the hidden layer's weight")?;
         Ok(FusedSgdPerceptron {
@@ -738,6 +753,20 @@ mod tests {
         }
         let untouched = host.write_into(model.clone()).unwrap();
         assert_eq!(parameters(&untouched), parameters(&model));
+
+        let empty = SimpleNnConfig::new()
+            .with_number_of_classes(0)
+            .init(&device);
+        let error = FusedSgdPerceptron::from_model(&empty).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ModelError::ZeroSize {
+                    setting: "number_of_classes"
+                }
+            ),
+            "{error}"
+        );
 
         let other = SimpleNnConfig::new().with_hidden_size(64).init(&device);
         let error = host.write_into(other).unwrap_err();
