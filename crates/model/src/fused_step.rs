@@ -186,9 +186,7 @@ impl FusedSgdPerceptron {
         learning_rate: f32,
     ) -> Result<f32, ModelError> {
         self.check_batch(pixels, labels, learning_rate)?;
-        // The whole step on one of rayon's threads (the caller waits, asleep): its serial
-        // parts then run beside the pool's other thread, not against two spinning ones.
-        rayon::scope(|_| self.checked_step(pixels, labels, learning_rate))
+        self.checked_step(pixels, labels, learning_rate)
     }
 
     /// [`step`](Self::step) on a batch already checked.
