@@ -235,7 +235,7 @@ impl PanelForward<'_> {
                 let weights = *weights;
                 for (&image, &value) in images.iter().zip(values) {
                     let start = image as usize * PANEL_WIDTH;
-                    let row: &mut [f32; PANEL_WIDTH] = (&mut sums[start..])
+                    let row: &mut [f32; PANEL_WIDTH] = sums[start..]
                         .first_chunk_mut()
                         .expect("an image's sums lie within the panel's");
                     for (sum, &weight) in row.iter_mut().zip(&weights) {

@@ -45,9 +45,10 @@ pub(super) struct TrainingSteps {
 }
 
 /// One step's loss: still on the device (Burn's roads, read back a window at a time) or
-/// already on the host (the fused road).
+/// already on the host (the fused road). A Burn tensor is about 640 bytes, so the device's is
+/// boxed: the window holds many host losses.
 pub(super) enum StepLoss {
-    Device(Tensor<1>),
+    Device(Box<Tensor<1>>),
     Host(f32),
 }
 
@@ -94,7 +95,7 @@ impl TrainingSteps {
             device,
             self.kernel == StepKernel::SparseInputs,
         )?;
-        Ok((model, StepLoss::Device(loss)))
+        Ok((model, StepLoss::Device(Box::new(loss))))
     }
 
     /// `model` with the parameters the steps have reached (itself, on Burn's roads).
@@ -460,7 +461,7 @@ impl LossWindow {
         let on_device: Vec<Tensor<1>> = losses
             .iter()
             .filter_map(|loss| match loss {
-                StepLoss::Device(loss) => Some(loss.clone()),
+                StepLoss::Device(loss) => Some((**loss).clone()),
                 StepLoss::Host(_) => None,
             })
             .collect();

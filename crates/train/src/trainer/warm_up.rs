@@ -157,7 +157,7 @@ fn warm_up_training(
                 training_device,
             )?;
             if let StepLoss::Device(loss) = loss {
-                loss_sum = loss_sum + loss;
+                loss_sum = loss_sum + *loss;
             }
         }
         let _ = loss_sum.into_scalar::<f32>();
