@@ -653,8 +653,8 @@ mod tests {
     }
 
     /// Written back, the parameters keep their ids and devices, untracked until
-    /// `Module::train` marks them again; read and written back with no step between, they are
-    /// the same values.
+    /// `Module::train` marks them again on an autodiff device; read and written back with no
+    /// step between, they are the same values.
     #[test]
     fn writing_back_keeps_ids_and_devices_and_train_tracks_the_values_again() {
         for device in [
@@ -672,12 +672,13 @@ mod tests {
             assert_eq!(written.devices(), vec![device.clone()]);
             assert!(!written.hidden.weight.val().is_require_grad());
             let trained = written.train();
-            let bias = trained.output.bias.as_ref().unwrap().val();
-            assert_eq!(bias.is_require_grad(), device.is_autodiff(), "{device:?}");
-            assert_eq!(
-                trained.hidden.weight.val().is_require_grad(),
-                device.is_autodiff()
-            );
+            assert_eq!(before, parameters(&trained));
+            // On a device without autodiff the flag has nothing to track (Burn reports it set).
+            if device.is_autodiff() {
+                let bias = trained.output.bias.as_ref().unwrap().val();
+                assert!(bias.is_require_grad(), "{device:?}");
+                assert!(trained.hidden.weight.val().is_require_grad(), "{device:?}");
+            }
         }
     }
 
