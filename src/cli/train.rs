@@ -49,13 +49,14 @@ impl StorageArgument {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum StepArgument {
     /// The MLP's whole step fused on the host, from the non-zero pixels, where that applies
-    /// (the MLP on flex or ndarray, MNIST-family pixels scaled to [0, 1], plain SGD); sparse
+    /// (the MLP on flex or ndarray, MNIST-family pixels scaled to [0, 1], plain SGD, on flex
+    /// batches of at most 256, above which Burn's threaded product is faster); sparse
     /// elsewhere, then dense.
     #[default]
     Fused,
     /// The MLP's hidden layer from the non-zero pixels on the host, the rest by Burn's
-    /// autodiff, where that applies (the MLP on flex, pixels scaled to [0, 1]); dense
-    /// elsewhere.
+    /// autodiff, where that applies (the MLP on flex, pixels scaled to [0, 1], batches of at
+    /// most 256); dense elsewhere.
     Sparse,
     /// Burn's autodiff step, its matrix products over every pixel.
     Dense,

@@ -104,6 +104,15 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
     }
 }
 
+/// The largest batch for which the host roads ([`StepKernel::Fused`],
+/// [`StepKernel::SparseInputs`]) are taken on Flex. Above it Flex runs its matrix products on
+/// every core and Burn's dense step is the faster: at batch 1024 it took 3.1-3.6 ms against
+/// 4.0-4.9 ms fused and 3.8-4.3 ms with sparse inputs, while at 256 the fused step was as fast
+/// or faster (0.99-1.03 against 1.03-1.11 ms) and at 64 2.4 times as fast (criterion, three
+/// runs on a 2-core AMD EPYC, docs/benchmarks.md). NdArray's dense step is slower at every
+/// size measured (7.0-7.6 ms at 1024 against 4.1 ms fused), so it has no such limit.
+pub const LARGEST_HOST_STEP_BATCH_ON_FLEX: usize = 256;
+
 /// Which road a training step takes ([`TrainConfig::step_kernel`]). Every road computes the
 /// same step (cross-entropy, backward, SGD), the same sums in another order; evaluation always
 /// takes Burn's forward. A road asked for where it does not apply falls back to the next one
@@ -118,12 +127,14 @@ pub enum StepKernel {
     /// evaluation and checkpoint. Applies to a perceptron ([`ClassifierConfig::Mlp`]) on a
     /// CPU backend (Flex or NdArray), on a dataset of the MNIST family with pixels scaled to
     /// [0, 1] (about 81% of MNIST's are exactly 0), trained by plain SGD (no momentum, no
-    /// weight decay). The fastest road on a CPU (docs/benchmarks.md).
+    /// weight decay), and on Flex batches of at most [`LARGEST_HOST_STEP_BATCH_ON_FLEX`]. The
+    /// fastest road on a CPU where it applies (docs/benchmarks.md).
     #[default]
     Fused,
     /// The hidden layer from the non-zero pixels on the host ([`reclaim_model::SparseRows`]),
     /// the rest of the step by Burn's autodiff and optimizer. Applies to a perceptron on Flex,
-    /// on the MNIST family with pixels scaled to [0, 1]. Not on NdArray: Burn 0.22.1's NdArray
+    /// on the MNIST family with pixels scaled to [0, 1], batches of at most
+    /// [`LARGEST_HOST_STEP_BATCH_ON_FLEX`]. Not on NdArray: Burn 0.22.1's NdArray
     /// reads a tensor that is shared (the model's weights) back to the host element by element,
     /// which made its step about four times slower, not faster (docs/benchmarks.md); not on a
     /// GPU, where the pixels would cross the bus twice; not on CIFAR, whose photos have no
@@ -295,7 +306,9 @@ impl TrainConfig {
 
     /// The road this run's training steps take: [`TrainConfig::step_kernel`] where it applies,
     /// else the first road after it in [`StepKernel`]'s list that does (Burn's dense step
-    /// applies everywhere).
+    /// applies everywhere). On Flex the host roads apply up to
+    /// [`LARGEST_HOST_STEP_BATCH_ON_FLEX`] images a batch, above which Burn's threaded product
+    /// is faster.
     pub fn step_kernel_used(&self) -> StepKernel {
         let host_pixels_mostly_zero = matches!(self.model, ClassifierConfig::Mlp(_))
             && self.dataset.cifar_variant().is_none()
@@ -304,7 +317,14 @@ impl TrainConfig {
             && matches!(self.backend, BackendChoice::Flex | BackendChoice::Ndarray)
             && self.momentum.is_none()
             && self.weight_decay.is_none();
-        let sparse_inputs_apply = host_pixels_mostly_zero && self.backend == BackendChoice::Flex;
+        let host_step_pays_on_this_backend = match self.backend {
+            BackendChoice::Flex => self.batch_size <= LARGEST_HOST_STEP_BATCH_ON_FLEX,
+            _ => true,
+        };
+        let fused_applies = fused_applies && host_step_pays_on_this_backend;
+        let sparse_inputs_apply = host_pixels_mostly_zero
+            && self.backend == BackendChoice::Flex
+            && host_step_pays_on_this_backend;
         match self.step_kernel {
             StepKernel::Fused if fused_applies => StepKernel::Fused,
             StepKernel::Fused | StepKernel::SparseInputs if sparse_inputs_apply => {
@@ -715,6 +735,17 @@ mod tests {
             ..on_flex(Fused)
         };
         assert_eq!(used(fashion), Fused);
+        // Above the batch where Flex's threaded product wins, Flex takes it; NdArray does not.
+        let batch = |batch_size, config: TrainConfig| TrainConfig {
+            batch_size,
+            ..config
+        };
+        let largest = LARGEST_HOST_STEP_BATCH_ON_FLEX;
+        assert_eq!(used(batch(largest, on_flex(Fused))), Fused);
+        assert_eq!(used(batch(largest, on_flex(SparseInputs))), SparseInputs);
+        assert_eq!(used(batch(largest + 1, on_flex(Fused))), Dense);
+        assert_eq!(used(batch(largest + 1, on_flex(SparseInputs))), Dense);
+        assert_eq!(used(batch(4096, config())), Fused, "NdArray");
     }
 
     /// The fingerprint of a small dataset whose first training label is `first_label`.

@@ -28,8 +28,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use config::{
-    CancellationFlag, IdentityDifference, MAX_EPOCHS, PixelScaling, RunIdentity, StartPolicy,
-    StepKernel, TrainConfig, model_for_dataset, standard_augmentation,
+    CancellationFlag, IdentityDifference, LARGEST_HOST_STEP_BATCH_ON_FLEX, MAX_EPOCHS,
+    PixelScaling, RunIdentity, StartPolicy, StepKernel, TrainConfig, model_for_dataset,
+    standard_augmentation,
 };
 pub use evaluation::{Evaluation, evaluate_weights};
 
