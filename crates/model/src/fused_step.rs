@@ -8,7 +8,7 @@
 //! parameters on the host and steps them itself, allocating nothing once its buffers have
 //! grown to the batch:
 //!
-//! - the batch's non-zero pixels, read by pixel ([`SparseRows`] and its transpose);
+//! - the batch's non-zero pixels, gathered by pixel in one pass ([`SparseRows`]);
 //! - the hidden layer's forward: each non-zero pixel's row of weights added into the images
 //!   that have it, the weights kept as panels of 64 columns, one panel per rayon task
 //!   (`fused_kernels.rs`);
@@ -33,6 +33,7 @@ use burn::nn::Linear;
 use burn::tensor::{Tensor, TensorData};
 
 use crate::fused_kernels::{self, Instructions, Panels};
+use crate::sparse_input::TransposedGather;
 use crate::{ModelError, SimpleNn, SparseRows};
 
 /// Values summed at once in a dot product: eight independent sums, which the compiler keeps in
@@ -87,10 +88,11 @@ pub struct FusedSgdPerceptron {
 /// they have grown to the batch's size.
 #[derive(Debug, Default)]
 struct StepScratch {
-    /// The batch's non-zero pixels, by image.
-    images: SparseRows,
-    /// The same, by pixel (the transpose): the hidden layer's kernels read them so.
+    /// The batch's non-zero pixels, by pixel: row `k` lists the images whose pixel `k` is
+    /// not 0, with the values. The hidden layer's kernels read them so.
     images_by_pixel: SparseRows,
+    /// The gather's buffers for `images_by_pixel`.
+    gather: TransposedGather,
     /// `[panels, batch, PANEL_WIDTH]`: the hidden layer's sums before they are copied out.
     panel_sums: Vec<f32>,
     /// `[batch, hidden_size]`: the hidden layer's output after its ReLU.
@@ -197,9 +199,12 @@ impl FusedSgdPerceptron {
         learning_rate: f32,
     ) -> Result<f32, ModelError> {
         let batch = labels.len();
-        self.scratch
-            .images
-            .refill_from_dense(pixels, self.input_size)?;
+        let scratch = &mut self.scratch;
+        scratch.images_by_pixel.refill_transposed_from_dense(
+            pixels,
+            self.input_size,
+            &mut scratch.gather,
+        )?;
         self.hidden_forward(batch);
         let loss = match self.instructions {
             // SAFETY: `Instructions::Avx2Fma` exists only where the CPU has AVX2 and FMA.
@@ -276,7 +281,6 @@ impl FusedSgdPerceptron {
     fn hidden_forward(&mut self, batch: usize) {
         let scratch = &mut self.scratch;
         scratch.hidden.resize(batch * self.hidden_size, 0.0);
-        scratch.images.transpose_into(&mut scratch.images_by_pixel);
         fused_kernels::hidden_forward(
             self.instructions,
             &scratch.images_by_pixel,

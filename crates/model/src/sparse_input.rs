@@ -55,6 +55,53 @@ impl Default for SparseRows {
     }
 }
 
+/// The buffers of [`SparseRows::refill_transposed_from_dense`] beside its result, kept from one
+/// call to the next so that a step allocates nothing once they have grown to a batch's size.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TransposedGather {
+    first_blocks: BlockLists,
+    /// The second half's rows, appended to the first's.
+    second_half: SparseRows,
+    second_blocks: BlockLists,
+}
+
+/// One block of columns' lists of non-zero values: `[ZERO_TEST_BLOCK, rows]`, a list per
+/// column, each as long as the matrix has rows.
+#[derive(Clone, Debug, Default)]
+struct BlockLists {
+    rows: Vec<u32>,
+    values: Vec<f32>,
+}
+
+/// [`ModelError::SparseShape`] unless `dense` is a whole number of rows of `columns` columns,
+/// `columns` not 0, and both counts fit in a `u32` with a block to spare.
+fn check_dense_shape(dense: &[f32], columns: usize) -> Result<(), ModelError> {
+    // Positions are `u32`, and the columns are counted in blocks of `ZERO_TEST_BLOCK`.
+    let largest_position = u32::MAX as usize - ZERO_TEST_BLOCK;
+    if columns == 0
+        || columns > largest_position
+        || !dense.len().is_multiple_of(columns)
+        || dense.len() / columns > largest_position
+    {
+        return Err(ModelError::SparseShape {
+            values: dense.len(),
+            columns,
+        });
+    }
+    Ok(())
+}
+
+/// Whether any value of `block` is not zero. The background of an image is zero in long runs:
+/// a block of zeros is passed over with one vectorized test (an OR of the bits without the
+/// sign: ±0.0 give 0; no early exit, so that it vectorizes) instead of a test per value.
+#[inline(always)]
+fn any_non_zero(block: &[f32]) -> bool {
+    block
+        .iter()
+        .fold(0u32, |bits, value| bits | (value.to_bits() << 1))
+        != 0
+}
+
 impl SparseRows {
     /// The non-zero values of `dense`, a row-major matrix of `columns` columns.
     ///
@@ -82,23 +129,10 @@ impl SparseRows {
         dense: &[f32],
         columns: usize,
     ) -> Result<(), ModelError> {
-        self.columns = columns;
-        self.row_starts.clear();
-        self.column_indices.clear();
-        self.values.clear();
-        self.row_starts.push(0);
-        // Positions are `u32`, and the columns are counted in blocks of `ZERO_TEST_BLOCK`.
-        let largest_position = u32::MAX as usize - ZERO_TEST_BLOCK;
-        if columns == 0
-            || columns > largest_position
-            || !dense.len().is_multiple_of(columns)
-            || dense.len() / columns > largest_position
-        {
+        self.clear_to(columns);
+        if let Err(error) = check_dense_shape(dense, columns) {
             self.columns = 0;
-            return Err(ModelError::SparseShape {
-                values: dense.len(),
-                columns,
-            });
+            return Err(error);
         }
         // A quarter of the values: MNIST's batches are about a fifth non-zero.
         self.column_indices.reserve(dense.len() / 4);
@@ -109,14 +143,7 @@ impl SparseRows {
                 .step_by(ZERO_TEST_BLOCK)
                 .zip(row.chunks(ZERO_TEST_BLOCK))
             {
-                // The background of an image is zero in long runs: a block of zeros is passed
-                // over with one vectorized test (an OR of the bits without the sign: ±0.0
-                // give 0; no early exit, so that it vectorizes) instead of a test per value.
-                let any_non_zero = block
-                    .iter()
-                    .fold(0u32, |bits, value| bits | (value.to_bits() << 1))
-                    != 0;
-                if any_non_zero {
+                if any_non_zero(block) {
                     // The block's non-zero values gathered without a branch per value (a
                     // stroke's edge makes `value != 0.0` unpredictable), then appended at once.
                     let mut block_columns = [0u32; ZERO_TEST_BLOCK];
@@ -135,6 +162,103 @@ impl SparseRows {
             self.row_starts.push(self.values.len());
         }
         Ok(())
+    }
+
+    /// Replaces this matrix by the *transpose* of `dense`'s non-zero values, `dense` being a
+    /// row-major matrix of `columns` columns: row `c` lists the rows of `dense` whose column `c`
+    /// is not zero, in order, with their values. The same matrix as
+    /// `SparseRows::from_dense(dense, columns)?.transpose()`, in one pass over `dense` and
+    /// with the columns shared out in two halves between rayon's threads (the fused step's
+    /// gather, which was serial as a gather then a transpose: docs/benchmarks.md). The
+    /// buffers' capacity is kept, `gather`'s too.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_dense`](Self::from_dense); the matrix is then left empty.
+    pub(crate) fn refill_transposed_from_dense(
+        &mut self,
+        dense: &[f32],
+        columns: usize,
+        gather: &mut TransposedGather,
+    ) -> Result<(), ModelError> {
+        if let Err(error) = check_dense_shape(dense, columns) {
+            self.clear_to(0);
+            return Err(error);
+        }
+        // The halves split at a whole block, so that each half's blocks are whole but its last.
+        let split = (columns / 2).next_multiple_of(ZERO_TEST_BLOCK).min(columns);
+        let TransposedGather {
+            first_blocks,
+            second_half,
+            second_blocks,
+        } = gather;
+        rayon::join(
+            || self.gather_columns(dense, columns, 0..split, first_blocks),
+            || second_half.gather_columns(dense, columns, split..columns, second_blocks),
+        );
+        self.append_rows(second_half);
+        Ok(())
+    }
+
+    /// Empties the matrix, giving its rows `columns` columns.
+    fn clear_to(&mut self, columns: usize) {
+        self.columns = columns;
+        self.row_starts.clear();
+        self.row_starts.push(0);
+        self.column_indices.clear();
+        self.values.clear();
+    }
+
+    /// Replaces this matrix by the transpose of `dense`'s columns `range` (checked by
+    /// [`check_dense_shape`]), keeping their non-zero values: one row per column of `range`.
+    /// The columns are read a block of [`ZERO_TEST_BLOCK`] at a time, image by image, each
+    /// block's non-zero values sorted into its columns' lists in `blocks` without a branch per
+    /// value, then appended.
+    fn gather_columns(
+        &mut self,
+        dense: &[f32],
+        columns: usize,
+        range: std::ops::Range<usize>,
+        blocks: &mut BlockLists,
+    ) {
+        let rows = dense.len() / columns;
+        self.clear_to(rows);
+        blocks.rows.resize(ZERO_TEST_BLOCK * rows, 0);
+        blocks.values.resize(ZERO_TEST_BLOCK * rows, 0.0);
+        for block_start in range.clone().step_by(ZERO_TEST_BLOCK) {
+            let block_columns = block_start..(block_start + ZERO_TEST_BLOCK).min(range.end);
+            let mut counts = [0usize; ZERO_TEST_BLOCK];
+            // Checked: `rows` fits in a `u32`.
+            for (row, dense_row) in (0u32..).zip(dense.chunks_exact(columns)) {
+                let block = &dense_row[block_columns.clone()];
+                if !any_non_zero(block) {
+                    continue;
+                }
+                for ((column, &value), count) in block.iter().enumerate().zip(&mut counts) {
+                    // `count` is at most the rows before this one: the slot is in the list.
+                    let slot = column * rows + *count;
+                    blocks.rows[slot] = row;
+                    blocks.values[slot] = value;
+                    *count += usize::from(value != 0.0);
+                }
+            }
+            for (column, &count) in counts[..block_columns.len()].iter().enumerate() {
+                let list = column * rows..column * rows + count;
+                self.column_indices
+                    .extend_from_slice(&blocks.rows[list.clone()]);
+                self.values.extend_from_slice(&blocks.values[list]);
+                self.row_starts.push(self.values.len());
+            }
+        }
+    }
+
+    /// Appends `other`'s rows (of as many columns) after this matrix's.
+    fn append_rows(&mut self, other: &SparseRows) {
+        let offset = self.values.len();
+        let other_ends = other.row_starts[1..].iter().map(|end| end + offset);
+        self.row_starts.extend(other_ends);
+        self.column_indices.extend_from_slice(&other.column_indices);
+        self.values.extend_from_slice(&other.values);
     }
 
     /// Rows of the matrix.
@@ -393,6 +517,59 @@ mod tests {
             }
             let product = sparse.times_dense(&right, columns).unwrap();
             close(&product, &dense_product(&left, &right, inner, columns));
+        }
+    }
+
+    /// The one-pass transposed gather gives the gather's transpose, whatever the shape: columns
+    /// in one partial block, whole blocks, halves that split inside a block or leave the second
+    /// half empty, signed zeros (dropped), no zero at all; the buffers reused from a larger
+    /// matrix to a smaller one and back.
+    #[test]
+    fn the_transposed_gather_equals_the_transpose_of_the_gather() {
+        let mut gathered = SparseRows::default();
+        let mut gather = TransposedGather::default();
+        for (rows, columns, zero_share) in [
+            (64, 784, 0.8),
+            (1, 1, 0.5),
+            (3, 15, 0.8),
+            (5, 16, 0.8),
+            (7, 17, 0.3),
+            (9, 33, 0.8),
+            (2, 47, 0.0),
+            (64, 784, 0.0),
+            (100, 5, 0.8),
+            (64, 784, 0.8),
+        ] {
+            let mut dense = mostly_zero(rows, columns, zero_share, columns as u64);
+            for value in dense.iter_mut().step_by(7) {
+                if *value == 0.0 {
+                    *value = -0.0;
+                }
+            }
+            gathered
+                .refill_transposed_from_dense(&dense, columns, &mut gather)
+                .unwrap();
+            let expected = SparseRows::from_dense(&dense, columns).unwrap().transpose();
+            assert_eq!(gathered, expected, "{rows} x {columns}");
+            assert_eq!((gathered.rows(), gathered.columns()), (columns, rows));
+        }
+    }
+
+    #[test]
+    fn a_transposed_gather_of_a_wrong_shape_is_an_error_and_leaves_the_matrix_empty() {
+        let mut gathered = SparseRows::from_dense(&[1.0, 0.0, 2.0, 3.0], 2).unwrap();
+        let mut gather = TransposedGather::default();
+        for (values, columns) in [(5, 2), (4, 0), (3, 4)] {
+            let refused =
+                gathered.refill_transposed_from_dense(&vec![1.0; values], columns, &mut gather);
+            assert!(
+                matches!(
+                    refused,
+                    Err(ModelError::SparseShape { values: v, columns: c }) if v == values && c == columns
+                ),
+                "{values} values, {columns} columns: {refused:?}"
+            );
+            assert_eq!((gathered.rows(), gathered.non_zero_count()), (0, 0));
         }
     }
 
