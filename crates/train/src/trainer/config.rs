@@ -106,11 +106,12 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
 
 /// The largest batch for which the host roads ([`StepKernel::Fused`],
 /// [`StepKernel::SparseInputs`]) are taken on Flex. Above it Flex runs its matrix products on
-/// every core and Burn's dense step is the faster: at batch 1024 it took 3.1-3.6 ms against
-/// 4.0-4.9 ms fused and 3.8-4.3 ms with sparse inputs, while at 256 the fused step was as fast
-/// or faster (0.99-1.03 against 1.03-1.11 ms) and at 64 2.4 times as fast (criterion, three
-/// runs on a 2-core AMD EPYC, docs/benchmarks.md). NdArray's dense step is slower at every
-/// size measured (7.0-7.6 ms at 1024 against 4.1 ms fused), so it has no such limit.
+/// every core and Burn's dense step catches up: at batch 1024 it took 3.0-3.4 ms against
+/// 3.2-3.4 ms fused and 3.8-4.1 ms with sparse inputs, while at 256 the fused step was 1.6
+/// times faster (0.79-0.81 against 1.27-1.29 ms) and at 64 2.3 to 3.0 times (criterion, three
+/// runs on a 2-core AMD EPYC, docs/benchmarks.md; sizes between 256 and 1024 not measured).
+/// NdArray's dense step is slower at every size measured (6.5-6.8 ms at 1024 against 3.2-3.7 ms
+/// fused), so it has no such limit.
 pub const LARGEST_HOST_STEP_BATCH_ON_FLEX: usize = 256;
 
 /// Which road a training step takes ([`TrainConfig::step_kernel`]). Every road computes the
