@@ -50,13 +50,13 @@ impl StorageArgument {
 pub enum StepArgument {
     /// The MLP's whole step fused on the host, from the non-zero pixels, where that applies
     /// (the MLP on flex or ndarray, MNIST-family pixels scaled to [0, 1], plain SGD, on flex
-    /// batches of at most 256, above which Burn's threaded product is faster); sparse
-    /// elsewhere, then dense.
+    /// batches of at most 768, above which Burn's threaded product catches up); dense
+    /// elsewhere.
     #[default]
     Fused,
     /// The MLP's hidden layer from the non-zero pixels on the host, the rest by Burn's
     /// autodiff, where that applies (the MLP on flex, pixels scaled to [0, 1], batches of at
-    /// most 256); dense elsewhere.
+    /// most 768); dense elsewhere.
     Sparse,
     /// Burn's autodiff step, its matrix products over every pixel.
     Dense,
@@ -410,6 +410,22 @@ mod tests {
         assert_eq!(kernel(&["--step", "dense"]).unwrap(), StepKernel::Dense);
         assert!(kernel(&["--step", "fast"]).is_err());
         assert!(kernel(&["--hidden-layer", "dense"]).is_err());
+    }
+
+    /// The help's batch limit is reclaim-train's.
+    #[test]
+    fn the_step_help_names_the_batch_limit_the_trainer_applies() {
+        use clap::ValueEnum;
+        let limit = format!("at most {}", reclaim_train::LARGEST_HOST_STEP_BATCH_ON_FLEX);
+        for step in StepArgument::value_variants() {
+            let help = step
+                .to_possible_value()
+                .and_then(|value| value.get_help().cloned());
+            if *step != StepArgument::Dense {
+                let help = help.expect("a help text").to_string();
+                assert!(help.contains(&limit), "{step:?}: {help}");
+            }
+        }
     }
 
     proptest! {

@@ -27,7 +27,8 @@
 //! momentum or weight decay, Burn's `SgdConfig::new()`): the same sums in another order, so the
 //! results agree to rounding (the tests compare both roads, step by step). It is the road of
 //! `reclaim train` where it applies (reclaim-train's `StepKernel`): a perceptron on a CPU
-//! backend, pixels mostly 0, plain SGD.
+//! backend, pixels mostly 0, plain SGD, and on Flex a batch small enough that Burn's threaded
+//! product has not caught up (reclaim-train's `LARGEST_HOST_STEP_BATCH_ON_FLEX`).
 
 use burn::nn::Linear;
 use burn::tensor::{Tensor, TensorData};

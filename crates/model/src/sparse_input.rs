@@ -74,7 +74,8 @@ struct BlockLists {
 }
 
 /// [`ModelError::SparseShape`] unless `dense` is a whole number of rows of `columns` columns,
-/// `columns` not 0, and both counts fit in a `u32` with a block to spare.
+/// `columns` not 0, both counts fit in a `u32` with a block to spare, and a block's lists of
+/// rows fit in a `usize` (a bound only a 32-bit target can reach).
 fn check_dense_shape(dense: &[f32], columns: usize) -> Result<(), ModelError> {
     // Positions are `u32`, and the columns are counted in blocks of `ZERO_TEST_BLOCK`.
     let largest_position = u32::MAX as usize - ZERO_TEST_BLOCK;
@@ -82,6 +83,9 @@ fn check_dense_shape(dense: &[f32], columns: usize) -> Result<(), ModelError> {
         || columns > largest_position
         || !dense.len().is_multiple_of(columns)
         || dense.len() / columns > largest_position
+        || (dense.len() / columns)
+            .checked_mul(ZERO_TEST_BLOCK)
+            .is_none()
     {
         return Err(ModelError::SparseShape {
             values: dense.len(),
@@ -115,20 +119,14 @@ impl SparseRows {
         Ok(sparse)
     }
 
-    /// Replaces this matrix by the non-zero values of `dense` (as [`from_dense`]), keeping the
-    /// buffers' capacity, so that a step reusing one `SparseRows` allocates nothing once the
-    /// buffers have grown to a batch's size.
+    /// Replaces this matrix by the non-zero values of `dense` (as [`from_dense`]).
     ///
     /// [`from_dense`]: Self::from_dense
     ///
     /// # Errors
     ///
     /// As [`from_dense`](Self::from_dense); the matrix is then left empty.
-    pub(crate) fn refill_from_dense(
-        &mut self,
-        dense: &[f32],
-        columns: usize,
-    ) -> Result<(), ModelError> {
+    fn refill_from_dense(&mut self, dense: &[f32], columns: usize) -> Result<(), ModelError> {
         self.clear_to(columns);
         if let Err(error) = check_dense_shape(dense, columns) {
             self.columns = 0;
@@ -223,8 +221,11 @@ impl SparseRows {
     ) {
         let rows = dense.len() / columns;
         self.clear_to(rows);
-        blocks.rows.resize(ZERO_TEST_BLOCK * rows, 0);
-        blocks.values.resize(ZERO_TEST_BLOCK * rows, 0.0);
+        // A list per column of the widest block (checked: it fits a `usize`), so that a narrow
+        // matrix with many rows does not ask for more than its blocks need.
+        let lists = ZERO_TEST_BLOCK.min(range.len()) * rows;
+        blocks.rows.resize(lists, 0);
+        blocks.values.resize(lists, 0.0);
         for block_start in range.clone().step_by(ZERO_TEST_BLOCK) {
             let block_columns = block_start..(block_start + ZERO_TEST_BLOCK).min(range.end);
             let mut counts = [0usize; ZERO_TEST_BLOCK];
@@ -254,6 +255,7 @@ impl SparseRows {
 
     /// Appends `other`'s rows (of as many columns) after this matrix's.
     fn append_rows(&mut self, other: &SparseRows) {
+        debug_assert_eq!(self.columns, other.columns, "rows of another width");
         let offset = self.values.len();
         let other_ends = other.row_starts[1..].iter().map(|end| end + offset);
         self.row_starts.extend(other_ends);
@@ -302,7 +304,7 @@ impl SparseRows {
 
     /// Writes the transpose ([`transpose`](Self::transpose)) into `transposed`, keeping its
     /// buffers' capacity.
-    pub(crate) fn transpose_into(&self, transposed: &mut SparseRows) {
+    fn transpose_into(&self, transposed: &mut SparseRows) {
         let entries = self.non_zero_count();
         transposed.columns = self.rows();
         let row_starts = &mut transposed.row_starts;
@@ -521,9 +523,9 @@ mod tests {
     }
 
     /// The one-pass transposed gather gives the gather's transpose, whatever the shape: columns
-    /// in one partial block, whole blocks, halves that split inside a block or leave the second
-    /// half empty, signed zeros (dropped), no zero at all; the buffers reused from a larger
-    /// matrix to a smaller one and back.
+    /// in one partial block (the second half empty), whole blocks, a half ending in a partial
+    /// block, one column (the first half empty), no row, signed zeros (dropped), no zero at
+    /// all; the buffers reused from a larger matrix to a smaller one and back.
     #[test]
     fn the_transposed_gather_equals_the_transpose_of_the_gather() {
         let mut gathered = SparseRows::default();
@@ -538,6 +540,7 @@ mod tests {
             (2, 47, 0.0),
             (64, 784, 0.0),
             (100, 5, 0.8),
+            (0, 784, 0.8),
             (64, 784, 0.8),
         ] {
             let mut dense = mostly_zero(rows, columns, zero_share, columns as u64);

@@ -105,20 +105,20 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
 }
 
 /// The largest batch for which the host roads ([`StepKernel::Fused`],
-/// [`StepKernel::SparseInputs`]) are taken on Flex. Above it Flex runs its matrix products on
-/// every core and Burn's dense step catches up: at batch 1024 it took 3.0-3.4 ms against
-/// 3.2-3.4 ms fused and 3.8-4.1 ms with sparse inputs, while at 256 the fused step was 1.6
-/// times faster (0.79-0.81 against 1.27-1.29 ms) and at 64 2.3 to 3.0 times (criterion, three
-/// runs on a 2-core AMD EPYC, docs/benchmarks.md; sizes between 256 and 1024 not measured).
-/// NdArray's dense step is slower at every size measured (6.5-6.8 ms at 1024 against 3.2-3.7 ms
-/// fused), so it has no such limit.
-pub const LARGEST_HOST_STEP_BATCH_ON_FLEX: usize = 256;
+/// [`StepKernel::SparseInputs`]) are taken on Flex: the largest size measured at which the
+/// fused step was faster than Burn's dense step in every run. Flex's dense step gains on the
+/// fused one as the batch grows (its GEMM packs the weights once for more rows): the fused step
+/// was 2.3 to 3.0 times faster at batch 64, 1.6 times at 256, 1.25-1.33 times at 512, 1.09-1.14
+/// times at 768, and level at 1024 (the dense step 0.90-1.04 times the fused step's time).
+/// Criterion, two or three runs a size on a 2-core AMD EPYC, docs/benchmarks.md. NdArray's
+/// dense step is slower at every size measured (6.5-6.8 ms at 1024 against 3.2-3.7 ms fused),
+/// so it has no such limit.
+pub const LARGEST_HOST_STEP_BATCH_ON_FLEX: usize = 768;
 
 /// Which road a training step takes ([`TrainConfig::step_kernel`]). Every road computes the
 /// same step (cross-entropy, backward, SGD), the same sums in another order; evaluation always
-/// takes Burn's forward. A road asked for where it does not apply falls back to the next one
-/// down the list that does ([`TrainConfig::step_kernel_used`]), and `reclaim train` says which
-/// it took.
+/// takes Burn's forward. A road asked for where it does not apply falls back to Burn's dense
+/// step ([`TrainConfig::step_kernel_used`]), and `reclaim train` says which it took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepKernel {
@@ -306,32 +306,33 @@ impl TrainConfig {
     }
 
     /// The road this run's training steps take: [`TrainConfig::step_kernel`] where it applies,
-    /// else the first road after it in [`StepKernel`]'s list that does (Burn's dense step
-    /// applies everywhere). On Flex the host roads apply up to
-    /// [`LARGEST_HOST_STEP_BATCH_ON_FLEX`] images a batch, above which Burn's threaded product
-    /// is faster.
+    /// else Burn's dense step, which applies everywhere. On Flex the host roads apply up to
+    /// [`LARGEST_HOST_STEP_BATCH_ON_FLEX`] images a batch.
     pub fn step_kernel_used(&self) -> StepKernel {
         let host_pixels_mostly_zero = matches!(self.model, ClassifierConfig::Mlp(_))
             && self.dataset.cifar_variant().is_none()
             && self.pixel_scaling == PixelScaling::UnitRange;
-        let fused_applies = host_pixels_mostly_zero
-            && matches!(self.backend, BackendChoice::Flex | BackendChoice::Ndarray)
-            && self.momentum.is_none()
-            && self.weight_decay.is_none();
-        let host_step_pays_on_this_backend = match self.backend {
+        let host_step_pays = match self.backend {
             BackendChoice::Flex => self.batch_size <= LARGEST_HOST_STEP_BATCH_ON_FLEX,
-            _ => true,
+            BackendChoice::Ndarray => true,
+            _ => false,
         };
-        let fused_applies = fused_applies && host_step_pays_on_this_backend;
-        let sparse_inputs_apply = host_pixels_mostly_zero
-            && self.backend == BackendChoice::Flex
-            && host_step_pays_on_this_backend;
-        match self.step_kernel {
-            StepKernel::Fused if fused_applies => StepKernel::Fused,
-            StepKernel::Fused | StepKernel::SparseInputs if sparse_inputs_apply => {
-                StepKernel::SparseInputs
+        let applies = match self.step_kernel {
+            StepKernel::Fused => {
+                host_pixels_mostly_zero
+                    && host_step_pays
+                    && self.momentum.is_none()
+                    && self.weight_decay.is_none()
             }
-            _ => StepKernel::Dense,
+            StepKernel::SparseInputs => {
+                host_pixels_mostly_zero && host_step_pays && self.backend == BackendChoice::Flex
+            }
+            StepKernel::Dense => true,
+        };
+        if applies {
+            self.step_kernel
+        } else {
+            StepKernel::Dense
         }
     }
 
@@ -699,17 +700,22 @@ mod tests {
             Dense,
             "sparse inputs are for Flex only"
         );
-        // Momentum or weight decay: not the fused step's plain SGD; Flex keeps sparse inputs.
+        // Momentum or weight decay: not the fused step's plain SGD; sparse inputs when asked.
         let with_momentum = TrainConfig {
             momentum: Some(0.9),
             ..on_flex(Fused)
         };
-        assert_eq!(used(with_momentum.clone()), SparseInputs);
+        assert_eq!(used(with_momentum.clone()), Dense);
+        let sparse_with_momentum = TrainConfig {
+            step_kernel: SparseInputs,
+            ..with_momentum.clone()
+        };
+        assert_eq!(used(sparse_with_momentum), SparseInputs);
         let with_weight_decay = TrainConfig {
             weight_decay: Some(1e-4),
             ..on_flex(Fused)
         };
-        assert_eq!(used(with_weight_decay), SparseInputs);
+        assert_eq!(used(with_weight_decay), Dense);
         let ndarray_momentum = TrainConfig {
             backend: BackendChoice::Ndarray,
             ..with_momentum
