@@ -142,9 +142,10 @@ pub struct TrainArguments {
     pub limit: Option<usize>,
     /// The road of the training steps: fused (the MLP's whole step on the host from the
     /// non-zero pixels, where that applies: the MLP on flex or ndarray, MNIST-family pixels
-    /// scaled to [0, 1], plain SGD), sparse (the hidden layer only, on flex) or dense (Burn's
-    /// autodiff step). The same step by every road, the same sums in another order; where
-    /// one does not apply the next one does.
+    /// scaled to [0, 1], plain SGD, on flex batches of at most 768), sparse (the hidden layer
+    /// only, on flex) or dense (Burn's autodiff step). The same step by every road, the same
+    /// sums in another order; where the road asked for does not apply, dense, and the summary
+    /// says why.
     #[arg(long, value_enum, default_value_t)]
     pub step: StepArgument,
     /// No progress bar.

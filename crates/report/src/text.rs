@@ -60,6 +60,12 @@ pub fn run_summary(run: &TrainRun) -> String {
         "training step: {}",
         step_kernel_description(run.step_kernel)
     );
+    if let Some(obstacle) = run.step_kernel_obstacle {
+        let _ = writeln!(
+            text,
+            "(the road asked for with --step does not apply: {obstacle})"
+        );
+    }
     if let Some(accuracy) = run.final_test_accuracy() {
         let _ = writeln!(text, "test accuracy {:.2}%", accuracy * 100.0);
     }
@@ -85,7 +91,7 @@ fn step_kernel_description(kernel: StepKernel) -> &'static str {
 mod tests {
     use super::*;
     use reclaim_memory::MemorySnapshot;
-    use reclaim_train::{PhaseSeconds, ReleaseReport, ReleaseStage};
+    use reclaim_train::{PhaseSeconds, ReleaseReport, ReleaseStage, StepKernelObstacle};
 
     fn epoch(number: usize, accuracy: f64) -> EpochMetrics {
         EpochMetrics {
@@ -134,6 +140,7 @@ mod tests {
             peak_loader_bytes: 3 * 1024 * 1024 / 2,
             run_folder: "runs/example".into(),
             step_kernel: StepKernel::Fused,
+            step_kernel_obstacle: None,
         };
         let summary = run_summary(&run);
         assert!(summary.starts_with("epoch  train loss"), "{summary}");
@@ -165,12 +172,19 @@ mod tests {
             summary.contains("training step: fused on the host, from the non-zero pixels"),
             "{summary}"
         );
+        assert!(!summary.contains("does not apply"), "{summary}");
         let dense = run_summary(&TrainRun {
             step_kernel: StepKernel::Dense,
+            step_kernel_obstacle: Some(StepKernelObstacle::FlexBatchAboveLimit {
+                batch_size: 1000,
+            }),
             ..run
         });
         assert!(
-            dense.contains("training step: Burn's autodiff and optimizer\n"),
+            dense.contains(
+                "training step: Burn's autodiff and optimizer\n(the road asked for with --step \
+                 does not apply: batch 1000 is above 768 on flex)\n"
+            ),
             "{dense}"
         );
     }

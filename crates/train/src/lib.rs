@@ -72,8 +72,8 @@ pub use storage::DatasetStorage;
 pub use timeline::{MemoryTimeline, TimelineSample};
 pub use trainer::{
     CancellationFlag, Evaluation, IdentityDifference, LARGEST_HOST_STEP_BATCH_ON_FLEX, MAX_EPOCHS,
-    PixelScaling, RunIdentity, StartPolicy, StepKernel, TrainConfig, TrainRun, evaluate_weights,
-    model_for_dataset, standard_augmentation, train,
+    PixelScaling, RunIdentity, StartPolicy, StepKernel, StepKernelObstacle, TrainConfig, TrainRun,
+    evaluate_weights, model_for_dataset, standard_augmentation, train,
 };
 
 /// The README's examples, run as doctests.

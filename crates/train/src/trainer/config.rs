@@ -147,6 +147,56 @@ pub enum StepKernel {
     Dense,
 }
 
+/// Why a road of [`StepKernel`] asked for does not apply, so that the run takes Burn's dense
+/// step ([`TrainConfig::step_kernel_obstacle`]). Displayed as the reason, for the summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StepKernelObstacle {
+    /// The model is not the perceptron (the host roads are written for it alone).
+    NotAPerceptron,
+    /// A backend the road does not run on: fused on Flex and NdArray, sparse inputs on Flex.
+    Backend(BackendChoice),
+    /// CIFAR's photos, with no background of zeros to skip.
+    PhotosWithoutBackground,
+    /// Pixels not scaled to [0, 1]: standardized, their background is not 0.
+    PixelsNotInUnitRange,
+    /// A Flex batch above [`LARGEST_HOST_STEP_BATCH_ON_FLEX`], where Flex's own step is as
+    /// fast.
+    FlexBatchAboveLimit {
+        /// The batch size asked for.
+        batch_size: usize,
+    },
+    /// Momentum or weight decay: the fused step is plain SGD.
+    NotPlainSgd,
+}
+
+impl std::fmt::Display for StepKernelObstacle {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepKernelObstacle::NotAPerceptron => write!(formatter, "the model is not the MLP"),
+            StepKernelObstacle::Backend(backend) => {
+                write!(formatter, "it does not run on {}", backend.name())
+            }
+            StepKernelObstacle::PhotosWithoutBackground => {
+                write!(formatter, "CIFAR's photos have no background of zeros")
+            }
+            StepKernelObstacle::PixelsNotInUnitRange => {
+                write!(formatter, "the pixels are not scaled to [0, 1]")
+            }
+            StepKernelObstacle::FlexBatchAboveLimit { batch_size } => write!(
+                formatter,
+                "batch {batch_size} is above {LARGEST_HOST_STEP_BATCH_ON_FLEX} on flex"
+            ),
+            StepKernelObstacle::NotPlainSgd => {
+                write!(
+                    formatter,
+                    "momentum or weight decay: the fused step is plain SGD"
+                )
+            }
+        }
+    }
+}
+
 impl StepKernel {
     /// The name `reclaim train --step` takes and the summary prints.
     pub fn name(self) -> &'static str {
@@ -309,30 +359,42 @@ impl TrainConfig {
     /// else Burn's dense step, which applies everywhere. On Flex the host roads apply up to
     /// [`LARGEST_HOST_STEP_BATCH_ON_FLEX`] images a batch.
     pub fn step_kernel_used(&self) -> StepKernel {
-        let host_pixels_mostly_zero = matches!(self.model, ClassifierConfig::Mlp(_))
-            && self.dataset.cifar_variant().is_none()
-            && self.pixel_scaling == PixelScaling::UnitRange;
-        let host_step_pays = match self.backend {
-            BackendChoice::Flex => self.batch_size <= LARGEST_HOST_STEP_BATCH_ON_FLEX,
-            BackendChoice::Ndarray => true,
-            _ => false,
-        };
-        let applies = match self.step_kernel {
+        match self.step_kernel_obstacle() {
+            None => self.step_kernel,
+            Some(_) => StepKernel::Dense,
+        }
+    }
+
+    /// Why [`TrainConfig::step_kernel`] does not apply to these settings (the first reason
+    /// found), or `None` where it does.
+    pub fn step_kernel_obstacle(&self) -> Option<StepKernelObstacle> {
+        let host_road = match self.step_kernel {
+            StepKernel::Dense => return None,
             StepKernel::Fused => {
-                host_pixels_mostly_zero
-                    && host_step_pays
-                    && self.momentum.is_none()
-                    && self.weight_decay.is_none()
+                matches!(self.backend, BackendChoice::Flex | BackendChoice::Ndarray)
             }
-            StepKernel::SparseInputs => {
-                host_pixels_mostly_zero && host_step_pays && self.backend == BackendChoice::Flex
-            }
-            StepKernel::Dense => true,
+            StepKernel::SparseInputs => self.backend == BackendChoice::Flex,
         };
-        if applies {
-            self.step_kernel
+        if !matches!(self.model, ClassifierConfig::Mlp(_)) {
+            Some(StepKernelObstacle::NotAPerceptron)
+        } else if !host_road {
+            Some(StepKernelObstacle::Backend(self.backend))
+        } else if self.dataset.cifar_variant().is_some() {
+            Some(StepKernelObstacle::PhotosWithoutBackground)
+        } else if self.pixel_scaling != PixelScaling::UnitRange {
+            Some(StepKernelObstacle::PixelsNotInUnitRange)
+        } else if self.backend == BackendChoice::Flex
+            && self.batch_size > LARGEST_HOST_STEP_BATCH_ON_FLEX
+        {
+            Some(StepKernelObstacle::FlexBatchAboveLimit {
+                batch_size: self.batch_size,
+            })
+        } else if self.step_kernel == StepKernel::Fused
+            && (self.momentum.is_some() || self.weight_decay.is_some())
+        {
+            Some(StepKernelObstacle::NotPlainSgd)
         } else {
-            StepKernel::Dense
+            None
         }
     }
 
@@ -753,6 +815,69 @@ mod tests {
         assert_eq!(used(batch(largest + 1, on_flex(Fused))), Dense);
         assert_eq!(used(batch(largest + 1, on_flex(SparseInputs))), Dense);
         assert_eq!(used(batch(4096, config())), Fused, "NdArray");
+    }
+
+    /// The reason a road does not apply names what in the settings stops it.
+    #[test]
+    fn the_obstacle_names_what_stops_the_road() {
+        use StepKernel::{Dense, Fused, SparseInputs};
+        let obstacle = |config: TrainConfig| config.step_kernel_obstacle();
+        assert_eq!(obstacle(config()), None);
+        let dense_on_gpu = TrainConfig {
+            backend: BackendChoice::Wgpu,
+            step_kernel: Dense,
+            ..config()
+        };
+        assert_eq!(obstacle(dense_on_gpu), None, "dense applies everywhere");
+        let sparse_on_ndarray = TrainConfig {
+            step_kernel: SparseInputs,
+            ..config()
+        };
+        assert_eq!(
+            obstacle(sparse_on_ndarray),
+            Some(StepKernelObstacle::Backend(BackendChoice::Ndarray))
+        );
+        let big_flex_batch = TrainConfig {
+            backend: BackendChoice::Flex,
+            batch_size: 1000,
+            ..config()
+        };
+        let reason = obstacle(big_flex_batch).unwrap();
+        assert_eq!(
+            reason,
+            StepKernelObstacle::FlexBatchAboveLimit { batch_size: 1000 }
+        );
+        assert_eq!(reason.to_string(), "batch 1000 is above 768 on flex");
+        let with_momentum = TrainConfig {
+            momentum: Some(0.5),
+            step_kernel: Fused,
+            ..config()
+        };
+        assert_eq!(
+            obstacle(with_momentum),
+            Some(StepKernelObstacle::NotPlainSgd)
+        );
+        let cnn = TrainConfig {
+            model: ClassifierConfig::default_for(ModelKind::Cnn),
+            ..config()
+        };
+        assert_eq!(obstacle(cnn), Some(StepKernelObstacle::NotAPerceptron));
+        let cifar = TrainConfig {
+            dataset: DatasetName::Cifar10,
+            ..config()
+        };
+        assert_eq!(
+            obstacle(cifar),
+            Some(StepKernelObstacle::PhotosWithoutBackground)
+        );
+        let standardized = TrainConfig {
+            pixel_scaling: PixelScaling::MnistStandardized,
+            ..config()
+        };
+        assert_eq!(
+            obstacle(standardized),
+            Some(StepKernelObstacle::PixelsNotInUnitRange)
+        );
     }
 
     /// The fingerprint of a small dataset whose first training label is `first_label`.

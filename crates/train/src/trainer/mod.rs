@@ -29,8 +29,8 @@ use std::time::Instant;
 
 pub use config::{
     CancellationFlag, IdentityDifference, LARGEST_HOST_STEP_BATCH_ON_FLEX, MAX_EPOCHS,
-    PixelScaling, RunIdentity, StartPolicy, StepKernel, TrainConfig, model_for_dataset,
-    standard_augmentation,
+    PixelScaling, RunIdentity, StartPolicy, StepKernel, StepKernelObstacle, TrainConfig,
+    model_for_dataset, standard_augmentation,
 };
 pub use evaluation::{Evaluation, evaluate_weights};
 
@@ -59,6 +59,9 @@ pub struct TrainRun {
     pub run_folder: PathBuf,
     /// The road the training steps took ([`TrainConfig::step_kernel_used`]).
     pub step_kernel: StepKernel,
+    /// Why the road asked for was not taken, where it was not
+    /// ([`TrainConfig::step_kernel_obstacle`]).
+    pub step_kernel_obstacle: Option<StepKernelObstacle>,
 }
 
 impl TrainRun {
@@ -151,5 +154,6 @@ pub fn train(config: &TrainConfig) -> Result<TrainRun, TrainError> {
         peak_loader_bytes: peak_loader_bytes as u64,
         run_folder: config.run_folder.clone(),
         step_kernel: config.step_kernel_used(),
+        step_kernel_obstacle: config.step_kernel_obstacle(),
     })
 }
