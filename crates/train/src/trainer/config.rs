@@ -198,7 +198,8 @@ impl std::fmt::Display for StepKernelObstacle {
 }
 
 impl StepKernel {
-    /// The name `reclaim train --step` takes and the summary prints.
+    /// Its name in a run's `config.json` (serde's kebab-case). `reclaim train --step` takes the
+    /// same names but `sparse` for [`StepKernel::SparseInputs`].
     pub fn name(self) -> &'static str {
         match self {
             StepKernel::Fused => "fused",
@@ -815,6 +816,18 @@ mod tests {
         assert_eq!(used(batch(largest + 1, on_flex(Fused))), Dense);
         assert_eq!(used(batch(largest + 1, on_flex(SparseInputs))), Dense);
         assert_eq!(used(batch(4096, config())), Fused, "NdArray");
+    }
+
+    #[test]
+    fn a_step_kernel_is_named_as_its_config_file_names_it() {
+        for kernel in [
+            StepKernel::Fused,
+            StepKernel::SparseInputs,
+            StepKernel::Dense,
+        ] {
+            let serialized = serde_json::to_string(&kernel).unwrap();
+            assert_eq!(serialized, format!("\"{}\"", kernel.name()));
+        }
     }
 
     /// The reason a road does not apply names what in the settings stops it.
