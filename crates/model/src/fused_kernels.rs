@@ -2,12 +2,22 @@
 //! in-place SGD update of the hidden weights, on weights kept as panels of columns.
 //!
 //! [`Panels`] stores a `[inputs, outputs]` weight matrix as blocks of [`PANEL_WIDTH`] columns,
-//! each block contiguous. Two things follow. The forward reads, for each non-zero pixel, one
-//! short contiguous row of a panel, and keeps the sums of a panel's columns in registers for a
-//! whole image. The update hands each panel to one thread, which subtracts `learning_rate ·
-//! pixel · gradient` from the panel row of every non-zero pixel, image after image, in place:
-//! no transpose of the batch, no gradient matrix written out and read again, and no two
-//! threads ever writing the same weights (so no lock and no `unsafe` for the sharing).
+//! each block contiguous, and each kernel hands each panel to one rayon task, so no two threads
+//! ever write the same values (no lock, no `unsafe` for the sharing). Both kernels read the
+//! batch by pixel (row `k` of `images_by_pixel` lists the images where pixel `k` is not 0) and
+//! go through a panel row by row, one row per pixel:
+//!
+//! - the forward adds the pixel's panel row, kept in registers, into the sums of every image
+//!   that has the pixel;
+//! - the update sums, in registers, the pixel's value times each such image's gradient over the
+//!   panel's columns, then subtracts `learning_rate` times that sum from the pixel's panel row:
+//!   each weight is read and written once per step, and no gradient matrix is written out.
+//!
+//! The two kernels have the same shape (a loop over pixels, a branch for a full panel whose
+//! 64 values are a fixed-size array the compiler keeps in registers, and one for the last,
+//! narrower panel) but different bodies; the branches are kept apart on purpose: with one
+//! slice for both, the compiler spilled the sums to the stack and the step took 232 µs instead
+//! of 205 µs (docs/benchmarks.md).
 
 use rayon::prelude::*;
 
@@ -304,7 +314,7 @@ impl PanelUpdate<'_> {
                         *sum = multiply_add::<FUSED>(value, gradient, *sum);
                     }
                 }
-                self.subtract(row, &sums);
+                sgd(row, &sums, self.learning_rate);
             } else {
                 let mut sums = [0f32; PANEL_WIDTH];
                 let sums = &mut sums[..width];
@@ -315,17 +325,17 @@ impl PanelUpdate<'_> {
                         *sum = multiply_add::<FUSED>(value, gradient, *sum);
                     }
                 }
-                self.subtract(row, sums);
+                sgd(row, sums, self.learning_rate);
             }
         }
     }
+}
 
-    /// `row -= learning_rate · sums`, rounded as Burn's SGD rounds it.
-    #[inline(always)]
-    fn subtract(&self, row: &mut [f32], sums: &[f32]) {
-        for (weight, &sum) in row.iter_mut().zip(sums) {
-            *weight -= self.learning_rate * sum;
-        }
+/// `parameter -= learning_rate · gradient`, rounded as Burn's SGD rounds it.
+#[inline(always)]
+pub(crate) fn sgd(parameter: &mut [f32], gradient: &[f32], learning_rate: f32) {
+    for (value, &gradient) in parameter.iter_mut().zip(gradient) {
+        *value -= learning_rate * gradient;
     }
 }
 

@@ -114,28 +114,13 @@ impl SparseRows {
     /// [`ModelError::SparseShape`] when `columns` is 0 or beyond `u32::MAX`, or when `dense`
     /// is not a whole number of rows.
     pub fn from_dense(dense: &[f32], columns: usize) -> Result<Self, ModelError> {
-        let mut sparse = SparseRows::default();
-        sparse.refill_from_dense(dense, columns)?;
-        Ok(sparse)
-    }
-
-    /// Replaces this matrix by the non-zero values of `dense` (as [`from_dense`]).
-    ///
-    /// [`from_dense`]: Self::from_dense
-    ///
-    /// # Errors
-    ///
-    /// As [`from_dense`](Self::from_dense); the matrix is then left empty.
-    fn refill_from_dense(&mut self, dense: &[f32], columns: usize) -> Result<(), ModelError> {
-        self.clear_to(columns);
-        if let Err(error) = check_dense_shape(dense, columns) {
-            self.columns = 0;
-            return Err(error);
-        }
+        check_dense_shape(dense, columns)?;
+        let rows = dense.len() / columns;
+        let mut row_starts = Vec::with_capacity(rows + 1);
         // A quarter of the values: MNIST's batches are about a fifth non-zero.
-        self.column_indices.reserve(dense.len() / 4);
-        self.values.reserve(dense.len() / 4);
-        self.row_starts.reserve(dense.len() / columns);
+        let mut column_indices = Vec::with_capacity(dense.len() / 4);
+        let mut values = Vec::with_capacity(dense.len() / 4);
+        row_starts.push(0);
         for row in dense.chunks_exact(columns) {
             for (first_column, block) in (0u32..)
                 .step_by(ZERO_TEST_BLOCK)
@@ -152,14 +137,18 @@ impl SparseRows {
                         block_values[kept] = value;
                         kept += usize::from(value != 0.0);
                     }
-                    self.column_indices
-                        .extend_from_slice(&block_columns[..kept]);
-                    self.values.extend_from_slice(&block_values[..kept]);
+                    column_indices.extend_from_slice(&block_columns[..kept]);
+                    values.extend_from_slice(&block_values[..kept]);
                 }
             }
-            self.row_starts.push(self.values.len());
+            row_starts.push(values.len());
         }
-        Ok(())
+        Ok(SparseRows {
+            columns,
+            row_starts,
+            column_indices,
+            values,
+        })
     }
 
     /// Replaces this matrix by the *transpose* of `dense`'s non-zero values, `dense` being a
@@ -297,44 +286,32 @@ impl SparseRows {
     /// The transpose, also as sparse rows: row `c` holds column `c`'s non-zero values, in the
     /// order of their rows (a counting sort, linear in the entries).
     pub fn transpose(&self) -> SparseRows {
-        let mut transposed = SparseRows::default();
-        self.transpose_into(&mut transposed);
-        transposed
-    }
-
-    /// Writes the transpose ([`transpose`](Self::transpose)) into `transposed`, keeping its
-    /// buffers' capacity.
-    fn transpose_into(&self, transposed: &mut SparseRows) {
-        let entries = self.non_zero_count();
-        transposed.columns = self.rows();
-        let row_starts = &mut transposed.row_starts;
-        row_starts.clear();
-        row_starts.resize(self.columns + 1, 0);
+        let mut row_starts = vec![0usize; self.columns + 1];
         for &column in &self.column_indices {
             row_starts[column as usize + 1] += 1;
         }
         for column in 0..self.columns {
             row_starts[column + 1] += row_starts[column];
         }
-        // Each row's next free slot: the row starts, shifted by one as slots are taken, so
-        // that when every entry is placed `row_starts[c]` has become row `c + 1`'s start.
-        transposed.column_indices.clear();
-        transposed.column_indices.resize(entries, 0);
-        transposed.values.clear();
-        transposed.values.resize(entries, 0.0);
+        let mut next = row_starts.clone();
+        let mut column_indices = vec![0u32; self.non_zero_count()];
+        let mut values = vec![0f32; self.non_zero_count()];
         for (row, entries) in (0u32..).zip(self.row_starts.windows(2)) {
             let entries = entries[0]..entries[1];
             let row_columns = &self.column_indices[entries.clone()];
             for (&column, &value) in row_columns.iter().zip(&self.values[entries]) {
-                let slot = &mut row_starts[column as usize];
-                transposed.column_indices[*slot] = row;
-                transposed.values[*slot] = value;
+                let slot = &mut next[column as usize];
+                column_indices[*slot] = row;
+                values[*slot] = value;
                 *slot += 1;
             }
         }
-        // Back from "each row's end" to "each row's start".
-        row_starts.copy_within(0..self.columns, 1);
-        row_starts[0] = 0;
+        SparseRows {
+            columns: self.rows(),
+            row_starts,
+            column_indices,
+            values,
+        }
     }
 
     /// `self · dense`, row-major, where `dense` is a row-major matrix of `self.columns()` rows
