@@ -37,8 +37,8 @@ pub struct BenchTrainArguments {
     pub out: PathBuf,
     /// The road of the training steps, as `reclaim train --step`: fused (the MLP's whole step
     /// on the host, where that applies: flex, up to batch 768, and ndarray), sparse (the hidden
-    /// layer on the host, on flex) or dense (Burn's autodiff step on every backend, as this bench measured
-    /// before the option existed).
+    /// layer on the host, on flex) or dense (Burn's autodiff step on every backend, as this
+    /// bench measured before the option existed).
     #[arg(long, value_enum, default_value_t)]
     pub step: super::train::StepArgument,
 }

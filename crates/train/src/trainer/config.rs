@@ -107,7 +107,7 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
 /// The largest batch for which the host roads ([`StepKernel::Fused`],
 /// [`StepKernel::SparseInputs`]) are taken on Flex: the largest size measured at which the
 /// fused step was faster than Burn's dense step in every run. Flex's dense step gains on the
-/// fused one as the batch grows (its GEMM packs the weights once for more rows): the fused step
+/// fused one as the batch grows: the fused step
 /// was 2.3 to 3.0 times faster at batch 64, 1.6 times at 256, 1.25-1.33 times at 512, 1.09-1.14
 /// times at 768, and level at 1024 (the dense step 0.90-1.04 times the fused step's time).
 /// Criterion, two or three runs a size on a 2-core AMD EPYC, docs/benchmarks.md. NdArray's
@@ -143,7 +143,7 @@ pub enum StepKernel {
     /// data is at hand here, so the rule keeps them on Burn's product).
     SparseInputs,
     /// Burn's step on the device: its matrix products over every pixel, its autodiff, its
-    /// optimizer (the reference road; the only one for a GPU, a CNN, CIFAR or momentum).
+    /// optimizer (the reference road; the only one for a GPU, a CNN or CIFAR).
     Dense,
 }
 
