@@ -19,7 +19,9 @@
 //!   gradient, for Burn's optimizers), where most inputs are 0 (MNIST's).
 //! - [`FusedSgdPerceptron`]: a perceptron's parameters on the host, trained by a fused step
 //!   (forward, cross-entropy, backward and plain SGD from the non-zero pixels, in buffers reused
-//!   from step to step), then written back into the [`SimpleNn`]: the fastest road on a CPU.
+//!   from step to step), then written back into the [`SimpleNn`]: on the CPU backends, the
+//!   fastest training step measured for the MNIST perceptron up to batches of 768
+//!   (docs/benchmarks.md).
 //! - [`ModelError`]: the one error type of the crate; an invalid configuration is one of its
 //!   variants, never a panic.
 //!
