@@ -1,4 +1,4 @@
-//! Trains the MNIST MLP on Burn's CUDA backend (device 0) with the seed recipe, then prints
+//! Trains the MNIST MLP on Burn's CUDA backend (device 0) with the PyTorch recipe, then prints
 //! the accuracy, the time and the release report with the device pool's bytes at each step.
 //!
 //! ```sh
@@ -23,6 +23,6 @@ fn main() -> anyhow::Result<()> {
         )
     };
     let run = train(&config)?;
-    print!("{}", reclaim::report::run_summary(&run));
+    print!("{}", run.summary());
     Ok(())
 }

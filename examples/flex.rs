@@ -1,5 +1,5 @@
 //! Trains the MNIST MLP on Burn's Flex CPU backend (pure Rust, the successor to NdArray)
-//! with the seed recipe, then prints the accuracy, the time and the release report.
+//! with the PyTorch recipe, then prints the accuracy, the time and the release report.
 //!
 //! ```sh
 //! cargo run --release --features flex --example flex
@@ -23,6 +23,6 @@ fn main() -> anyhow::Result<()> {
         )
     };
     let run = train(&config)?;
-    print!("{}", reclaim::report::run_summary(&run));
+    print!("{}", run.summary());
     Ok(())
 }

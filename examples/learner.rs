@@ -1,4 +1,4 @@
-//! Trains the MNIST MLP through burn-train's `Learner`, fed by Reclaim's loader, with the seed
+//! Trains the MNIST MLP through burn-train's `Learner`, fed by Reclaim's loader, with the PyTorch
 //! recipe (2 epochs, SGD lr 0.01, batch 64, shuffled; NdArray backend), then releases
 //! everything in the PyTorch recipe's order and prints the release table and the accuracy.
 //!
@@ -29,7 +29,7 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 const RUN_FOLDER: &str = "runs/example-learner";
 
 fn main() -> anyhow::Result<()> {
-    #[allow(deprecated)] // NdArray, the seed recipe's backend, is deprecated in Burn 0.22.
+    #[allow(deprecated)] // NdArray, the design's reference CPU path, is deprecated in Burn 0.22.
     let device = Device::ndarray();
     let data_folder = default_data_folder(None, Family::Mnist).canonicalize()?;
     let run_folder = fresh_run_folder()?;
@@ -80,7 +80,7 @@ fn open_mapped_splits(folder: &Path) -> anyhow::Result<(Arc<ImageDataset>, Arc<I
     Ok((Arc::new(train_set), Arc::new(test_set)))
 }
 
-/// The training loader (the seed recipe: batches of 64, shuffled) and the test loader.
+/// The training loader (the PyTorch recipe's: batches of 64, shuffled) and the test loader.
 struct Loaders {
     training: Arc<dyn DataLoader<TensorBatch<2>>>,
     validation: Arc<dyn DataLoader<TensorBatch<2>>>,
@@ -92,7 +92,7 @@ impl Loaders {
         test_set: &Arc<ImageDataset>,
         device: &Device,
     ) -> anyhow::Result<Self> {
-        // The seed recipe's pixels: `ToTensor()`, in [0, 1].
+        // The PyTorch recipe's pixels: `ToTensor()`, in [0, 1].
         let training = LoaderConfig {
             sampling: Sampling::Shuffled,
             num_workers: 2,

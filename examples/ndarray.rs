@@ -1,4 +1,4 @@
-//! Trains the MNIST MLP on Burn's NdArray CPU backend with the seed recipe (2 epochs, SGD
+//! Trains the MNIST MLP on Burn's NdArray CPU backend with the PyTorch recipe (2 epochs, SGD
 //! lr 0.01, batch 64), then prints the accuracy, the time and the release report.
 //!
 //! ```sh
@@ -23,6 +23,6 @@ fn main() -> anyhow::Result<()> {
         )
     };
     let run = train(&config)?;
-    print!("{}", reclaim::report::run_summary(&run));
+    print!("{}", run.summary());
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Trains the MNIST MLP on Burn's wgpu backend (a GPU through Vulkan, Metal or DX12; on a
-//! machine without one, Mesa's software Vulkan driver) with the seed recipe, then prints the
+//! machine without one, Mesa's software Vulkan driver) with the PyTorch recipe, then prints the
 //! accuracy, the time and the release report with the device pool's bytes at each step.
 //!
 //! ```sh
@@ -24,6 +24,6 @@ fn main() -> anyhow::Result<()> {
         )
     };
     let run = train(&config)?;
-    print!("{}", reclaim::report::run_summary(&run));
+    print!("{}", run.summary());
     Ok(())
 }

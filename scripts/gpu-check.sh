@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 10, on a machine with an NVIDIA GPU, written to one folder:
+# Every GPU check of the project, on a machine with an NVIDIA GPU, written to one folder:
 #
 #   1. what the machine is (GPU, driver, Vulkan adapters, CPU);
-#   2. `reclaim train --backend wgpu` (the seed recipe) on the real adapter, with its release
+#   2. `reclaim train --backend wgpu` (the PyTorch recipe) on the real adapter, with its release
 #      report (device pool before and after each cleanup, the final cleanup included);
 #   3. the wgpu example and `examples/release.rs` on wgpu;
 #   4. `reclaim bench train` on every backend built in, and the criterion benches of the
@@ -17,7 +17,7 @@
 #                      `--features wgpu` (for a GPU machine without Rust or network: build them
 #                      with `scripts/gpu-check.sh --build-only FOLDER` on a machine that has)
 #   --build-only FOLDER  build the binaries above (release) into FOLDER and stop
-#   --quick            short runs (`--limit 6400 --epochs 1`, `--steps 50`), for a tight lease
+#   --quick            short runs (`--limit 6400 --epochs 1`, `--steps 50`), when GPU time is short
 #
 # Exit status: 0 all checks ran; 3 no NVIDIA GPU (nothing but the machine's description is
 # written); 4 a prebuilt binary is missing; 1 a check failed (the others still ran; see
