@@ -1,14 +1,12 @@
 //! One training step of the MNIST MLP (forward, cross-entropy, backward, SGD) on every compiled
-//! backend, at batch 64 (the seed's), 256 and 1024, in one criterion group per batch size. The
-//! device is synced inside the timed closure, so queued GPU work is counted. The batch is the
-//! first images of the vendored MNIST's training split, scaled to [0, 1] as the seed's run
-//! scales them (about 81% of the pixels are 0).
+//! backend, at batch 64 (the PyTorch recipe's), 256 and 1024, in one criterion group per batch
+//! size. The device is synced inside the timed closure, so queued GPU work is counted. The
+//! batch is the first images of the vendored MNIST's training split, scaled to [0, 1] as the
+//! recipe scales them (about 81% of the pixels are 0).
 //!
-//! Each row is named by what `reclaim train` does: a backend's own name is its default road,
+//! Each row is named by what `reclaim train` does: a backend's own name is its default step,
 //! `flex` and `ndarray` the fused step on the host (`FusedSgdPerceptron::step`, `--step
-//! fused`: the same host code on both, whose parameters stay on the host); `flex-sparse` the
-//! hidden layer from the non-zero pixels on the host and the rest by Burn's autodiff
-//! (`SimpleNn::sparse_input_loss_and_gradients`, `--step sparse`); `flex-dense` and
+//! fused`: the same host code on both, whose parameters stay on the host); `flex-dense` and
 //! `ndarray-dense` Burn's autodiff step over every pixel (`--step dense`). Other backends have
 //! Burn's step only.
 //!
@@ -30,25 +28,17 @@ use burn::tensor::{Device, Int, Tensor};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::memory::{CountingAllocator, allocation_count};
-use reclaim::model::{FusedSgdPerceptron, SimpleNn, SimpleNnConfig, SparseRows};
-use reclaim::train::BackendChoice;
+use reclaim::model::{FusedSgdPerceptron, SimpleNn, SimpleNnConfig};
+use reclaim::train::{BackendChoice, StepKernel};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-/// The seed's batch size, then two larger ones, so that the scaling shows.
+/// The PyTorch recipe's batch size, then two larger ones, so that the scaling shows.
 const BATCH_SIZES: [usize; 3] = [64, 256, 1024];
 
 /// Steps whose allocations are counted (after as many unmeasured ones).
 const COUNTED_STEPS: u64 = 50;
-
-/// The roads of `reclaim train --step`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Road {
-    Fused,
-    SparseInputs,
-    Dense,
-}
 
 /// The first `batch_size` images of the vendored MNIST's training split, scaled to [0, 1].
 fn mnist_pixels(batch_size: usize) -> Vec<f32> {
@@ -67,18 +57,17 @@ struct Stepper {
     model: Option<SimpleNn>,
     optimizer: ModuleOptimizer,
     images: Tensor<2>,
-    /// The batch's host pixels and labels, which the host roads read each step as the
+    /// The batch's host pixels and labels, which the fused step reads each step as the
     /// trainer reads a loader's batch.
     pixels: Vec<f32>,
     host_labels: Vec<i64>,
     labels: Tensor<1, Int>,
-    road: Road,
-    /// The fused road's parameters, on the host.
+    /// The fused step's parameters, on the host.
     host: Option<FusedSgdPerceptron>,
 }
 
 impl Stepper {
-    fn new(device: Device, pixels: &[f32], road: Road) -> Self {
+    fn new(device: Device, pixels: &[f32], step: StepKernel) -> Self {
         let batch_size = pixels.len() / 784;
         let images =
             Tensor::<2>::from_data(TensorData::new(pixels.to_vec(), [batch_size, 784]), &device);
@@ -86,7 +75,7 @@ impl Stepper {
         let host_labels = labels.clone();
         let labels = Tensor::<1, Int>::from_ints(labels.as_slice(), &device);
         let model = SimpleNnConfig::new().init(&device);
-        let host = (road == Road::Fused)
+        let host = (step == StepKernel::Fused)
             .then(|| FusedSgdPerceptron::from_model(&model).expect("the model's parameters"));
         Self {
             model: Some(model),
@@ -96,7 +85,6 @@ impl Stepper {
             host_labels,
             labels,
             device,
-            road,
             host,
         }
     }
@@ -113,19 +101,8 @@ impl Stepper {
             .take()
             .expect("the model is put back after each step");
         let (images, labels) = (self.images.clone(), self.labels.clone());
-        let gradients = match self.road {
-            Road::Dense | Road::Fused => {
-                let loss = model.loss(model.forward(images), labels);
-                GradientsParams::from_grads(loss.backward(), &model)
-            }
-            Road::SparseInputs => {
-                let sparse = SparseRows::from_dense(&self.pixels, 784).expect("whole rows");
-                model
-                    .sparse_input_loss_and_gradients(&sparse, labels)
-                    .expect("a step on an MNIST batch")
-                    .1
-            }
-        };
+        let loss = model.loss(model.forward(images), labels);
+        let gradients = GradientsParams::from_grads(loss.backward(), &model);
         self.model = Some(self.optimizer.step(0.01, model, gradients));
         self.device.sync().expect("device sync");
     }
@@ -145,28 +122,23 @@ impl Stepper {
 }
 
 /// The rows of one backend, each named by what `reclaim train` does there: the backend's own
-/// name for its default road (the fused step on the host's backends, Burn's dense step
-/// elsewhere) and `BACKEND-sparse` or `BACKEND-dense` for the others it can take.
-fn rows_of(backend: BackendChoice) -> Vec<(String, Road)> {
+/// name for its default step (the fused step on the host's backends, Burn's dense step
+/// elsewhere) and `BACKEND-dense` for Burn's step where the fused one is the default.
+fn rows_of(backend: BackendChoice) -> Vec<(String, StepKernel)> {
     let name = backend.name();
     match backend {
-        BackendChoice::Flex => vec![
-            (name.to_owned(), Road::Fused),
-            (format!("{name}-sparse"), Road::SparseInputs),
-            (format!("{name}-dense"), Road::Dense),
+        BackendChoice::Flex | BackendChoice::Ndarray => vec![
+            (name.to_owned(), StepKernel::Fused),
+            (format!("{name}-dense"), StepKernel::Dense),
         ],
-        BackendChoice::Ndarray => vec![
-            (name.to_owned(), Road::Fused),
-            (format!("{name}-dense"), Road::Dense),
-        ],
-        _ => vec![(name.to_owned(), Road::Dense)],
+        _ => vec![(name.to_owned(), StepKernel::Dense)],
     }
 }
 
 fn train_step(criterion: &mut Criterion) {
     for batch_size in BATCH_SIZES {
         let pixels = mnist_pixels(batch_size);
-        // The seed's batch keeps the group name earlier figures were taken under.
+        // Batch 64 keeps the group name earlier figures were taken under.
         let name = match batch_size {
             64 => "train_step".to_owned(),
             _ => format!("train_step_batch_{batch_size}"),
@@ -177,9 +149,9 @@ fn train_step(criterion: &mut Criterion) {
             if backend == BackendChoice::Cuda {
                 continue; // measured on a CUDA machine only; see docs/benchmarks.md
             }
-            for (row, road) in rows_of(backend) {
+            for (row, step) in rows_of(backend) {
                 let device: Device = backend.device().expect("compiled backend").autodiff();
-                let mut stepper = Stepper::new(device, &pixels, road);
+                let mut stepper = Stepper::new(device, &pixels, step);
                 let allocations = stepper.allocations_per_step();
                 eprintln!("{row} batch {batch_size}: {allocations:.1} allocations per step");
                 group.bench_function(&row, |bencher| bencher.iter(|| stepper.step()));

@@ -144,7 +144,7 @@ def settings_text(torchvision, reclaim, machine):
 def build_table(torchvision, reclaim, machine, target):
     text = ["## CIFAR-10 with augmentation: torchvision + DataLoader vs Reclaim's loader", "",
             *throughput_lines(torchvision, reclaim, target), "",
-            f"The issue's target: Reclaim at least {target:g}× torchvision's samples per second "
+            f"The target: Reclaim at least {target:g}× torchvision's samples per second "
             "(ratio of the medians).", "",
             "### Memory (medians over the rounds)", "",
             *memory_lines(torchvision, reclaim), "",
@@ -157,7 +157,7 @@ def main():
     parser.add_argument("--torchvision", required=True, help="JSON lines of torchvision_cifar.py, one per run")
     parser.add_argument("--reclaim", required=True, help="JSON lines of `reclaim bench loader --json`, one per run")
     parser.add_argument("--machine", help="JSON describing the machine and versions (machine.py)")
-    parser.add_argument("--target", type=float, default=50.0, help="the ratio the issue asks for (50)")
+    parser.add_argument("--target", type=float, default=50.0, help="the ratio to reach (50)")
     parser.add_argument("--output", help="also write the table to this file")
     arguments = parser.parse_args()
     return print_table("cifar_table.py", lambda: table_of(arguments), arguments.output)

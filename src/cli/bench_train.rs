@@ -35,10 +35,8 @@ pub struct BenchTrainArguments {
     /// Where the runs, the table (bench-train.md) and the chart (bench-train.svg/.png) go.
     #[arg(long, default_value = "runs/bench-train")]
     pub out: PathBuf,
-    /// The road of the training steps, as `reclaim train --step`: fused (the MLP's whole step
-    /// on the host, where that applies: flex, up to batch 768, and ndarray), sparse (the hidden
-    /// layer on the host, on flex) or dense (Burn's autodiff step on every backend, as this
-    /// bench measured before the option existed).
+    /// The training step, as `reclaim train --step`: fused (the MLP's whole step on the host,
+    /// where it applies: flex and ndarray) or dense (Burn's autodiff step on every backend).
     #[arg(long, value_enum, default_value_t)]
     pub step: super::train::StepArgument,
 }
@@ -113,7 +111,6 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
         match arguments.step {
             super::train::StepArgument::Fused =>
                 "fused where it applies (flex, ndarray), else dense",
-            super::train::StepArgument::Sparse => "sparse where it applies (flex), else dense",
             super::train::StepArgument::Dense => "dense",
         }
     );

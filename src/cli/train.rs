@@ -45,20 +45,15 @@ impl StorageArgument {
     }
 }
 
-/// The road of the training steps (`--step`): reclaim-train's `StepKernel`.
+/// The training step (`--step`): reclaim-train's `StepKernel`, whose `obstacle` holds the rule
+/// for where the fused step applies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum StepArgument {
-    /// The MLP's whole step fused on the host, from the non-zero pixels, where that applies
-    /// (the MLP on flex or ndarray, MNIST-family pixels scaled to [0, 1], plain SGD, on flex
-    /// batches of at most 768, above which Burn's threaded product catches up); dense
-    /// elsewhere.
+    /// The MLP's whole step fused on the host, from the non-zero pixels, where it applies;
+    /// dense elsewhere, and the summary says why.
     #[default]
     Fused,
-    /// The MLP's hidden layer from the non-zero pixels on the host, the rest by Burn's
-    /// autodiff, where that applies (the MLP on flex, pixels scaled to [0, 1], batches of at
-    /// most 768); dense elsewhere.
-    Sparse,
-    /// Burn's autodiff step, its matrix products over every pixel.
+    /// Burn's autodiff step and optimizer, for every model and backend.
     Dense,
 }
 
@@ -66,7 +61,6 @@ impl StepArgument {
     pub(crate) fn kernel(self) -> StepKernel {
         match self {
             StepArgument::Fused => StepKernel::Fused,
-            StepArgument::Sparse => StepKernel::SparseInputs,
             StepArgument::Dense => StepKernel::Dense,
         }
     }
@@ -140,12 +134,11 @@ pub struct TrainArguments {
     /// Train on the first N training samples only.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// The road of the training steps: fused (the MLP's whole step on the host from the
-    /// non-zero pixels, where that applies: the MLP on flex or ndarray, MNIST-family pixels
-    /// scaled to [0, 1], plain SGD, on flex batches of at most 768), sparse (the hidden layer
-    /// only, on flex) or dense (Burn's autodiff step). The same step by every road, the same
-    /// sums in another order; where the road asked for does not apply, dense, and the summary
-    /// says why.
+    /// The training step: fused (the MLP's whole step on the host from the non-zero pixels,
+    /// where it applies: the MLP on flex or ndarray, MNIST-family pixels in [0, 1], plain SGD,
+    /// flex batches up to the limit where flex's own step catches up) or dense (Burn's
+    /// autodiff step). The same step either way, the same sums in another order; where fused
+    /// does not apply, dense, and the summary says why.
     #[arg(long, value_enum, default_value_t)]
     pub step: StepArgument,
     /// No progress bar.
@@ -194,7 +187,7 @@ fn pixel_scaling(standardize: bool, dataset: DatasetName) -> PixelScaling {
     }
 }
 
-/// `runs/train-BACKEND` for the seed recipe (MNIST, MLP), `runs/train-DATASET-MODEL-BACKEND`
+/// `runs/train-BACKEND` for the PyTorch recipe (MNIST, MLP), `runs/train-DATASET-MODEL-BACKEND`
 /// otherwise.
 fn default_run_folder(arguments: &TrainArguments) -> PathBuf {
     let name = if arguments.dataset == DatasetName::Mnist && arguments.model == ModelKind::Mlp {
@@ -297,7 +290,7 @@ pub fn run(arguments: TrainArguments) -> anyhow::Result<()> {
             run.run_folder.display()
         );
     }
-    print!("{}", reclaim_report::run_summary(&run));
+    print!("{}", run.summary());
     figures.context("drawing the run's figures")?;
     Ok(())
 }
@@ -393,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn the_step_is_fused_by_default_and_each_road_on_request() {
+    fn the_step_is_fused_by_default_and_dense_on_request() {
         let kernel = |arguments: &[&str]| {
             let command = TrainCommand::try_parse_from(["train"].iter().chain(arguments))?;
             Ok::<_, clap::Error>(
@@ -404,29 +397,10 @@ mod tests {
         };
         assert_eq!(kernel(&[]).unwrap(), StepKernel::Fused);
         assert_eq!(kernel(&["--step", "fused"]).unwrap(), StepKernel::Fused);
-        assert_eq!(
-            kernel(&["--step", "sparse"]).unwrap(),
-            StepKernel::SparseInputs
-        );
+        assert!(kernel(&["--step", "sparse"]).is_err(), "the sparse road is gone");
         assert_eq!(kernel(&["--step", "dense"]).unwrap(), StepKernel::Dense);
         assert!(kernel(&["--step", "fast"]).is_err());
         assert!(kernel(&["--hidden-layer", "dense"]).is_err());
-    }
-
-    /// The help's batch limit is reclaim-train's.
-    #[test]
-    fn the_step_help_names_the_batch_limit_the_trainer_applies() {
-        use clap::ValueEnum;
-        let limit = format!("at most {}", reclaim_train::LARGEST_HOST_STEP_BATCH_ON_FLEX);
-        for step in StepArgument::value_variants() {
-            let help = step
-                .to_possible_value()
-                .and_then(|value| value.get_help().cloned());
-            if *step != StepArgument::Dense {
-                let help = help.expect("a help text").to_string();
-                assert!(help.contains(&limit), "{step:?}: {help}");
-            }
-        }
     }
 
     proptest! {

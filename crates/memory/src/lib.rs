@@ -8,7 +8,8 @@
 //! - [`mapped_bytes_of`], [`mapped_bytes_under`]: the bytes of files mapped into the address
 //!   space, from `/proc/self/maps`.
 //! - [`MemorySnapshot`]: all of the above at one moment, with the device's memory pool
-//!   (`burn::tensor::Device::memory_pool_usage`).
+//!   (`burn::tensor::Device::memory_pool_usage`; its `take` needs the default `device`
+//!   feature, without which the crate does not depend on Burn).
 //!
 //! It depends on no other Reclaim crate (and on Burn with no backend), so the loader's tests,
 //! the trainer, the benches and the `reclaim` command all measure the same way.
@@ -25,12 +26,15 @@
 //!     drop(buffer);
 //!     assert!(reclaim_memory::live_heap_bytes().unwrap() < holding);
 //!
+//!     # #[cfg(feature = "device")]
+//!     # {
 //!     let snapshot = reclaim_memory::MemorySnapshot::take(None, &[]);
 //!     assert!(snapshot.live_heap_bytes.is_some());
 //!     assert_eq!(snapshot.mapped_dataset_bytes, 0);
 //!     if cfg!(target_os = "linux") {
 //!         assert!(snapshot.resident_bytes.unwrap() > 0);
 //!     }
+//!     # }
 //! }
 //! ```
 

@@ -1,10 +1,13 @@
 //! [`MemorySnapshot`]: every measurement of this crate at one moment, the device's pool included.
 
+#[cfg(feature = "device")]
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "device")]
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "device")]
 use crate::{live_heap_bytes, mapped_bytes_of, mapped_bytes_under, resident_bytes};
 
 /// The memory of the process and the device at one moment.
@@ -26,6 +29,7 @@ pub struct MemorySnapshot {
     pub device_bytes_reserved: Option<u64>,
 }
 
+#[cfg(feature = "device")]
 impl MemorySnapshot {
     /// Measures now. Mappings of files under `dataset_folder` (a canonical path) count as
     /// dataset bytes.
@@ -53,7 +57,7 @@ impl MemorySnapshot {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "device"))]
 mod tests {
     use super::*;
 

@@ -66,30 +66,6 @@ pub enum ModelError {
         /// What was being computed (`input size`, `flattened features`…).
         quantity: &'static str,
     },
-    /// Values given as a sparse matrix's rows that are not a whole number of rows of
-    /// `columns` values (or `columns` is 0, or `columns` or the rows are beyond what the
-    /// matrix's `u32` positions hold).
-    #[error("{values} values are not whole rows of {columns} columns")]
-    SparseShape {
-        /// The values given.
-        values: usize,
-        /// The columns each row was to have.
-        columns: usize,
-    },
-    /// A dense matrix that cannot be multiplied by a sparse one: it must hold
-    /// `sparse_columns` rows of `dense_columns` values.
-    #[error(
-        "cannot multiply a sparse matrix of {sparse_columns} columns by {dense_values} values \
-         as rows of {dense_columns}: {sparse_columns} rows of {dense_columns} are needed"
-    )]
-    ProductShape {
-        /// The sparse matrix's columns (the dense matrix's rows it needs).
-        sparse_columns: usize,
-        /// The dense values given.
-        dense_values: usize,
-        /// The columns the dense values were to have.
-        dense_columns: usize,
-    },
     /// A batch whose pixels and labels do not make whole images, one label each, given to
     /// [`FusedSgdPerceptron::step`](crate::FusedSgdPerceptron::step).
     #[error(
@@ -131,32 +107,7 @@ pub enum ModelError {
         /// The learning rate given.
         given: f64,
     },
-    /// Images of another width than the model's input, given to the sparse-input road.
-    #[error("the images have {given} values each; the model takes {expected}")]
-    InputWidth {
-        /// Values per image given.
-        given: usize,
-        /// The model's `input_size`.
-        expected: usize,
-    },
-    /// A hidden layer's output gradient whose shape is not `[images, hidden_size]`.
-    #[error("the hidden layer's output gradient is {given:?}; {expected:?} was expected")]
-    GradientShape {
-        /// The gradient's dimensions.
-        given: [usize; 2],
-        /// One row per image, one column per hidden unit.
-        expected: [usize; 2],
-    },
-    /// The sparse-input training step was given tensors on a device without autodiff, where
-    /// no gradient can be taken.
-    #[error(
-        "the sparse-input step needs a device with autodiff (`device.autodiff()`), not {device}"
-    )]
-    NotAutodiff {
-        /// The device given, as Burn prints it.
-        device: String,
-    },
-    /// A tensor could not be read back to the host (for the sparse-input kernel).
+    /// A tensor could not be read back to the host (a parameter, for the fused step).
     #[error("cannot read {what} back from its device: {message}")]
     TensorRead {
         /// What was being read.

@@ -13,10 +13,6 @@
 //!   backend), and `to_weight_bytes` / `load_weight_bytes`: weights in Burn's burnpack or
 //!   SafeTensors format ([`WeightFormat`]), as bytes. This crate knows nothing of files: the
 //!   caller decides where the bytes go (the `reclaim-train` crate writes them atomically).
-//! - [`SparseRows`]: a matrix's non-zero values by row, multiplied by a dense matrix touching
-//!   only them; [`SimpleNn::sparse_input_loss_and_gradients`] trains the perceptron's hidden
-//!   layer with it on the host from a batch's non-zero pixels (the loss and every parameter's
-//!   gradient, for Burn's optimizers), where most inputs are 0 (MNIST's).
 //! - [`FusedSgdPerceptron`]: a perceptron's parameters on the host, trained by a fused step
 //!   (forward, cross-entropy, backward and plain SGD from the non-zero pixels, in buffers reused
 //!   from step to step), then written back into the [`SimpleNn`]: on the CPU backends, the
@@ -81,19 +77,16 @@
 mod classifier;
 mod conv_net;
 mod error;
-mod fused_kernels;
 mod fused_step;
 mod seeded;
 mod simple_nn;
-mod sparse_input;
 mod weights;
 
 pub use classifier::{Classifier, ClassifierConfig, ModelKind};
 pub use conv_net::{ConvNet, ConvNetConfig};
 pub use error::ModelError;
 pub use fused_step::FusedSgdPerceptron;
-pub use simple_nn::{HiddenLayerGradients, SimpleNn, SimpleNnConfig};
-pub use sparse_input::SparseRows;
+pub use simple_nn::{SimpleNn, SimpleNnConfig};
 pub use weights::WeightFormat;
 
 /// The README's examples, run as doctests.

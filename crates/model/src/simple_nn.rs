@@ -1,15 +1,14 @@
 use burn::config::Config;
-use burn::module::{Module, ParamId};
+use burn::module::Module;
 use burn::nn::{Linear, LinearConfig, Relu};
-use burn::optim::GradientsParams;
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor};
 
 use rand_xoshiro::SplitMix64;
 use rand_xoshiro::rand_core::SeedableRng;
 
 use crate::seeded::seeded_linear;
 use crate::weights::{count_correct, cross_entropy, load_weights, save_weights};
-use crate::{ModelError, SparseRows, WeightFormat};
+use crate::{ModelError, WeightFormat};
 
 /// The layer sizes of a [`SimpleNn`]. The defaults are the classic MNIST recipe's.
 #[derive(Config, Debug, PartialEq, Eq)]
@@ -97,151 +96,6 @@ impl SimpleNn {
         cross_entropy(logits, labels)
     }
 
-    /// The hidden layer's output before its activation, `images · W + b`, of shape
-    /// `[batch, hidden_size]`, computed on the host from the non-zero inputs only
-    /// ([`SparseRows`]) and put on `device`. With [`forward_from_hidden_pre_activation`]
-    /// it is [`forward`](Self::forward), by another road: the same sums, in another order.
-    /// Reads the hidden layer's weights back from their device (a copy per call).
-    ///
-    /// [`forward_from_hidden_pre_activation`]: Self::forward_from_hidden_pre_activation
-    ///
-    /// # Errors
-    ///
-    /// [`ModelError::InputWidth`] when `images` has not `input_size` columns;
-    /// [`ModelError::TensorRead`] when the weights cannot be read back.
-    pub fn hidden_pre_activation_of_sparse(
-        &self,
-        images: &SparseRows,
-        device: &Device,
-    ) -> Result<Tensor<2>, ModelError> {
-        let [input_size, hidden_size] = self.hidden.weight.dims();
-        if images.columns() != input_size {
-            return Err(ModelError::InputWidth {
-                given: images.columns(),
-                expected: input_size,
-            });
-        }
-        let weight = host_values(self.hidden.weight.val(), "the hidden layer's weight")?;
-        let mut hidden = images.times_dense(slice_of(&weight)?, hidden_size)?;
-        if let Some(bias) = &self.hidden.bias {
-            let bias = host_values(bias.val(), "the hidden layer's bias")?;
-            let bias = slice_of(&bias)?;
-            for row in hidden.chunks_exact_mut(hidden_size) {
-                for (value, &added) in row.iter_mut().zip(bias) {
-                    *value += added;
-                }
-            }
-        }
-        let data = TensorData::new(hidden, [images.rows(), hidden_size]);
-        Ok(Tensor::from_data(data, device))
-    }
-
-    /// Logits from the hidden layer's output before its activation: the rest of
-    /// [`forward`](Self::forward) after [`hidden_pre_activation_of_sparse`].
-    ///
-    /// [`hidden_pre_activation_of_sparse`]: Self::hidden_pre_activation_of_sparse
-    pub fn forward_from_hidden_pre_activation(&self, hidden: Tensor<2>) -> Tensor<2> {
-        self.output.forward(self.activation.forward(hidden))
-    }
-
-    /// One training step's loss on `images` (a batch's pixels, `[batch, input_size]`, as
-    /// [`SparseRows`]) against `labels` (on an autodiff device, where the step runs), and the
-    /// gradients of every parameter, for the optimizer: the hidden layer is computed from the
-    /// batch's non-zero pixels on the host ([`hidden_pre_activation_of_sparse`]); Burn's
-    /// autodiff graph starts at the hidden layer's output, whose gradient then gives the hidden
-    /// layer's own ([`hidden_layer_gradients`]). Worth it where most inputs are 0 (MNIST's
-    /// pixels scaled to [0, 1]: about 81%) and the device is the host's CPU. The caller makes
-    /// `images` from the host pixels it has (a loader's batch), so no image tensor is read back.
-    ///
-    /// [`hidden_pre_activation_of_sparse`]: Self::hidden_pre_activation_of_sparse
-    /// [`hidden_layer_gradients`]: Self::hidden_layer_gradients
-    ///
-    /// # Errors
-    ///
-    /// [`ModelError::NotAutodiff`] when `labels` is on a device without autodiff;
-    /// [`ModelError::InputWidth`] when `images` has not `input_size` columns;
-    /// [`ModelError::TensorRead`] when a tensor cannot be read back to the host.
-    pub fn sparse_input_loss_and_gradients(
-        &self,
-        images: &SparseRows,
-        labels: Tensor<1, Int>,
-    ) -> Result<(Tensor<1>, GradientsParams), ModelError> {
-        let device = labels.device();
-        if !device.is_autodiff() {
-            return Err(ModelError::NotAutodiff {
-                device: format!("{device:?}"),
-            });
-        }
-        let hidden = self
-            .hidden_pre_activation_of_sparse(images, &device)?
-            .require_grad();
-        let logits = self.forward_from_hidden_pre_activation(hidden.clone());
-        let loss = self.loss(logits, labels);
-        let mut graph_gradients = loss.backward();
-        let hidden_gradient =
-            hidden
-                .grad_remove(&mut graph_gradients)
-                .ok_or(ModelError::TensorRead {
-                    what: "the hidden layer's output gradient",
-                    message: "the autodiff graph has none".into(),
-                })?;
-        let mut gradients = GradientsParams::from_grads(graph_gradients, self);
-        let hidden_layer = self.hidden_layer_gradients(images, hidden_gradient)?;
-        let (weight_id, weight_gradient) = hidden_layer.weight;
-        gradients.register(weight_id, weight_gradient);
-        if let Some((bias_id, bias_gradient)) = hidden_layer.bias {
-            gradients.register(bias_id, bias_gradient);
-        }
-        Ok((loss, gradients))
-    }
-
-    /// The gradients of the hidden layer's parameters given `hidden_gradient`, the loss's
-    /// gradient with respect to the hidden layer's output before its activation
-    /// (`[batch, hidden_size]`): the weight's, `imagesᵀ · hidden_gradient`, computed on the host
-    /// from the non-zero inputs only, and the bias's, the column sums of `hidden_gradient`.
-    /// Both are tensors on `hidden_gradient`'s device, for
-    /// `GradientsParams::register` under the ids given with them.
-    ///
-    /// # Errors
-    ///
-    /// [`ModelError::InputWidth`] when `images` has not `input_size` columns;
-    /// [`ModelError::GradientShape`] when `hidden_gradient` is not `[images, hidden_size]`;
-    /// [`ModelError::TensorRead`] when `hidden_gradient` cannot be read back.
-    pub fn hidden_layer_gradients(
-        &self,
-        images: &SparseRows,
-        hidden_gradient: Tensor<2>,
-    ) -> Result<HiddenLayerGradients, ModelError> {
-        let device = hidden_gradient.device();
-        let [input_size, hidden_size] = self.hidden.weight.dims();
-        if images.columns() != input_size {
-            return Err(ModelError::InputWidth {
-                given: images.columns(),
-                expected: input_size,
-            });
-        }
-        let expected = [images.rows(), hidden_size];
-        if hidden_gradient.dims() != expected {
-            return Err(ModelError::GradientShape {
-                given: hidden_gradient.dims(),
-                expected,
-            });
-        }
-        let bias = self.hidden.bias.as_ref().map(|bias| {
-            let sums = hidden_gradient.clone().sum_dim(0).reshape([hidden_size]);
-            (bias.id, sums)
-        });
-        let gradient = host_values(hidden_gradient, "the hidden layer's output gradient")?;
-        let weight = images
-            .transpose()
-            .times_dense(slice_of(&gradient)?, hidden_size)?;
-        let weight = TensorData::new(weight, [images.columns(), hidden_size]);
-        Ok(HiddenLayerGradients {
-            weight: (self.hidden.weight.id, Tensor::from_data(weight, &device)),
-            bias,
-        })
-    }
-
     /// How many rows of `logits` have their largest value at the row's label, as a
     /// one-element integer tensor (kept on the device until the caller reads it).
     pub fn correct_predictions(&self, logits: Tensor<2>, labels: Tensor<1, Int>) -> Tensor<1, Int> {
@@ -262,38 +116,6 @@ impl SimpleNn {
     ) -> Result<SimpleNn, ModelError> {
         load_weights(self, bytes, format)
     }
-}
-
-/// The gradients of a [`SimpleNn`]'s hidden layer, each with the id of its parameter
-/// ([`SimpleNn::hidden_layer_gradients`]).
-#[derive(Debug)]
-pub struct HiddenLayerGradients {
-    /// The weight's gradient, `[input_size, hidden_size]`.
-    pub weight: (ParamId, Tensor<2>),
-    /// The bias's gradient, `[hidden_size]`, where the layer has a bias.
-    pub bias: Option<(ParamId, Tensor<1>)>,
-}
-
-/// The values of `tensor`, read back to the host as `f32`; `what` names it in an error.
-fn host_values<const D: usize>(
-    tensor: Tensor<D>,
-    what: &'static str,
-) -> Result<TensorData, ModelError> {
-    tensor
-        .try_into_data_as::<f32>()
-        .map_err(|error| ModelError::TensorRead {
-            what,
-            message: error.to_string(),
-        })
-}
-
-/// `data`'s values as `f32` (it was read as `f32` by [`host_values`]).
-fn slice_of(data: &TensorData) -> Result<&[f32], ModelError> {
-    data.as_slice::<f32>()
-        .map_err(|error| ModelError::TensorRead {
-            what: "host values",
-            message: format!("{error:?}"),
-        })
 }
 
 #[cfg(test)]
@@ -432,134 +254,5 @@ mod tests {
         let model = SimpleNnConfig::new().init(&device);
         let logits = model.forward(Tensor::<2>::ones([2, 784], &device));
         assert_eq!(logits.dims(), [2, 10]);
-    }
-
-    /// Images with about four in five values at 0, like MNIST's, from a seed.
-    fn mostly_zero_images(rows: usize, columns: usize) -> Vec<f32> {
-        let mut random = SplitMix64::seed_from_u64(9);
-        (0..rows * columns)
-            .map(|_| {
-                let draw = crate::seeded::next_symmetric(&mut random, 1.0);
-                if draw < 0.6 { 0.0 } else { draw }
-            })
-            .collect()
-    }
-
-    fn assert_close(actual: TensorData, expected: TensorData) {
-        let actual = actual.try_to_vec::<f32>().unwrap();
-        let expected = expected.try_to_vec::<f32>().unwrap();
-        assert_eq!(actual.len(), expected.len());
-        for (index, (a, e)) in actual.iter().zip(&expected).enumerate() {
-            assert!(
-                (a - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                "{index}: {a} vs {e}"
-            );
-        }
-    }
-
-    /// The sparse-input road gives the logits, the loss and the hidden layer's gradients that
-    /// Burn's own forward and backward give, on both CPU backends.
-    #[test]
-    fn the_sparse_input_road_gives_the_dense_logits_and_gradients() {
-        for device in [cpu_device().autodiff(), Device::flex().autodiff()] {
-            let (rows, columns) = (21, 784);
-            let model = SimpleNnConfig::new().init_seeded(&device, 5);
-            let pixels = mostly_zero_images(rows, columns);
-            let images =
-                Tensor::<2>::from_data(TensorData::new(pixels.clone(), [rows, columns]), &device);
-            let labels = Tensor::<1, Int>::from_ints([3; 21], &device);
-
-            let dense_loss = model.loss(model.forward(images.clone()), labels.clone());
-            let dense_gradients = dense_loss.backward();
-            let dense_weight = model.hidden.weight.grad(&dense_gradients).unwrap();
-            let hidden_bias = model.hidden.bias.as_ref().unwrap();
-            let dense_bias = hidden_bias.grad(&dense_gradients).unwrap();
-            let dense_output = model.output.weight.grad(&dense_gradients).unwrap();
-
-            // The whole step's gradients, as the optimizer gets them.
-            let sparse = SparseRows::from_dense(&pixels, columns).unwrap();
-            let (loss, all) = model
-                .sparse_input_loss_and_gradients(&sparse, labels.clone())
-                .unwrap();
-            assert_close(loss.to_data(), dense_loss.to_data());
-            assert_eq!(all.len(), 4, "both layers' weights and biases");
-            let hidden_weight = all.get::<2>(model.hidden.weight.id).unwrap();
-            assert_close(hidden_weight.into_data(), dense_weight.to_data());
-            let output_weight = all.get::<2>(model.output.weight.id).unwrap();
-            assert_close(output_weight.into_data(), dense_output.into_data());
-            let hidden_bias_gradient = all.get::<1>(hidden_bias.id).unwrap();
-            assert_close(hidden_bias_gradient.into_data(), dense_bias.to_data());
-            let output_bias = model.output.bias.as_ref().unwrap();
-            let dense_output_bias = output_bias.grad(&dense_gradients).unwrap();
-            let output_bias_gradient = all.get::<1>(output_bias.id).unwrap();
-            assert_close(
-                output_bias_gradient.into_data(),
-                dense_output_bias.into_data(),
-            );
-
-            let hidden = model
-                .hidden_pre_activation_of_sparse(&sparse, &device)
-                .unwrap()
-                .require_grad();
-            let sparse_loss = model.loss(
-                model.forward_from_hidden_pre_activation(hidden.clone()),
-                labels,
-            );
-            assert_close(sparse_loss.to_data(), dense_loss.to_data());
-            let mut sparse_gradients = sparse_loss.backward();
-            let hidden_gradient = hidden.grad_remove(&mut sparse_gradients).unwrap();
-            let gradients = model
-                .hidden_layer_gradients(&sparse, hidden_gradient)
-                .unwrap();
-            assert_eq!(gradients.weight.0, model.hidden.weight.id);
-            assert_close(gradients.weight.1.into_data(), dense_weight.into_data());
-            let (bias_id, bias) = gradients.bias.unwrap();
-            assert_eq!(bias_id, model.hidden.bias.as_ref().unwrap().id);
-            assert_close(bias.into_data(), dense_bias.into_data());
-        }
-    }
-
-    #[test]
-    fn sparse_images_of_another_width_or_a_device_without_autodiff_are_errors() {
-        let device = cpu_device();
-        let model = SimpleNnConfig::new().init(&device);
-        let narrow = SparseRows::from_dense(&[1.0; 20], 10).unwrap();
-        let error = model
-            .hidden_pre_activation_of_sparse(&narrow, &device)
-            .unwrap_err();
-        let expected = ModelError::InputWidth {
-            given: 10,
-            expected: 784,
-        };
-        assert_eq!(error.to_string(), expected.to_string());
-        let gradient = Tensor::<2>::zeros([2, 128], &device);
-        let error = model.hidden_layer_gradients(&narrow, gradient).unwrap_err();
-        assert!(
-            matches!(error, ModelError::InputWidth { given: 10, .. }),
-            "{error}"
-        );
-        // Three rows of gradient for two images.
-        let gradient = Tensor::<2>::zeros([3, 128], &device);
-        let two_images = SparseRows::from_dense(&[1.0; 2 * 784], 784).unwrap();
-        let error = model
-            .hidden_layer_gradients(&two_images, gradient)
-            .unwrap_err();
-        assert!(
-            matches!(
-                error,
-                ModelError::GradientShape {
-                    given: [3, 128],
-                    expected: [2, 128]
-                }
-            ),
-            "{error}"
-        );
-        // Without autodiff no gradient can be taken: an error, not Burn's panic.
-        let labels = Tensor::<1, Int>::from_ints([0, 1], &device);
-        let error = model
-            .sparse_input_loss_and_gradients(&two_images, labels)
-            .unwrap_err();
-        assert!(matches!(error, ModelError::NotAutodiff { .. }), "{error}");
-        assert!(error.to_string().contains("autodiff"), "{error}");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use reclaim_train::TrainError;
+use reclaim_records::RecordsError;
 
 /// Everything that can go wrong in `reclaim-report`.
 #[derive(Debug, thiserror::Error)]
@@ -34,17 +34,18 @@ pub enum ReportError {
         /// What plotters, the font or the PNG encoder reported.
         message: String,
     },
-    /// Another failure reported by `reclaim-train`, whose readers and writers this crate uses.
+    /// Another failure reported by `reclaim-records`, whose readers this crate uses (a line
+    /// of a JSON-lines file that is not a record).
     #[error(transparent)]
-    Train(TrainError),
+    Records(RecordsError),
 }
 
-impl From<TrainError> for ReportError {
-    /// `reclaim-train`'s file errors become [`ReportError::Io`], naming the same file.
-    fn from(error: TrainError) -> Self {
+impl From<RecordsError> for ReportError {
+    /// `reclaim-records`' file errors become [`ReportError::Io`], naming the same file.
+    fn from(error: RecordsError) -> Self {
         match error {
-            TrainError::Io { path, source } => ReportError::Io { path, source },
-            other => ReportError::Train(other),
+            RecordsError::Io { path, source } => ReportError::Io { path, source },
+            other => ReportError::Records(other),
         }
     }
 }
@@ -55,8 +56,8 @@ mod tests {
     use std::error::Error as _;
 
     #[test]
-    fn a_file_error_of_the_trainer_names_the_same_file_and_keeps_its_source() {
-        let error = ReportError::from(TrainError::Io {
+    fn a_file_error_of_the_records_names_the_same_file_and_keeps_its_source() {
+        let error = ReportError::from(RecordsError::Io {
             path: "run/steps.jsonl".into(),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
         });
@@ -69,11 +70,14 @@ mod tests {
     }
 
     #[test]
-    fn other_trainer_errors_are_passed_through() {
-        let error = ReportError::from(TrainError::NoCheckpoint {
-            folder: "run".into(),
+    fn other_record_errors_are_passed_through() {
+        let source = serde_json::from_str::<u8>("x").unwrap_err();
+        let error = ReportError::from(RecordsError::Record {
+            path: "run/steps.jsonl".into(),
+            line: 3,
+            source,
         });
-        assert!(matches!(error, ReportError::Train(_)), "{error:?}");
-        assert!(error.to_string().contains("holds no checkpoint"), "{error}");
+        assert!(matches!(error, ReportError::Records(_)), "{error:?}");
+        assert!(error.to_string().contains("line 3"), "{error}");
     }
 }

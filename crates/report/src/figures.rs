@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reclaim_train::{EpochMetrics, RunFile, StepMetrics, TimelineSample};
+use reclaim_records::{EpochMetrics, RunFile, StepMetrics, TimelineSample};
 
 use crate::ReportError;
 use crate::draw::{BarsFigure, CurvesFigure, MemoryFigure, PlotPaths, render_and_write};

@@ -5,12 +5,14 @@
 //!   step); [`draw_training_curves`], [`draw_memory_timeline`] and [`draw_bar_charts`] draw
 //!   each from records in memory. Text is set in the vendored DejaVu Sans (no system font).
 //! - [`RunRecords`]: a run folder's `steps.jsonl`, `metrics.jsonl` and `memory.jsonl`, read.
-//! - [`epoch_table`], [`run_summary`]: the text `reclaim train` and `reclaim report` print.
+//! - [`epoch_table`]: the epochs as the text `reclaim train` and `reclaim report` print
+//!   (a finished run's whole summary is reclaim-train's `TrainRun::summary`).
 //! - [`ReportError`]: the one error type of the crate.
 //!
 //! Each figure's data is prepared apart from its drawing (`prepare/`, then `draw/`), so the
 //! numbers a figure shows are tested without pixels. The training library `reclaim-train`
-//! knows nothing of this crate: it writes the files, this crate reads them.
+//! knows nothing of this crate: it writes the files, this crate reads them, both through
+//! `reclaim-records`, so that drawing a run's figures compiles no part of Burn.
 //!
 //! ```
 //! use reclaim_report::{Bar, BarChart, PlotPaths, draw_bar_charts};
@@ -45,7 +47,7 @@ pub use figures::{
     draw_training_curves,
 };
 pub use prepare::{Bar, BarChart, RunRecords};
-pub use text::{epoch_table, run_summary};
+pub use text::epoch_table;
 
 /// The README's examples, run as doctests.
 #[cfg(doctest)]

@@ -59,8 +59,7 @@ impl BackendChoice {
     }
 
     /// The CPU backend used when none is named: Flex where this build includes it (the faster
-    /// CPU path: the MNIST MLP's step took 11-28% less time than on NdArray in criterion, and
-    /// the seed's training 20-24% less, docs/benchmarks.md), else NdArray.
+    /// CPU path, docs/benchmarks.md), else NdArray.
     pub fn default_cpu() -> BackendChoice {
         if BackendChoice::Flex.is_compiled() {
             BackendChoice::Flex

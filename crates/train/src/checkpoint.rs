@@ -10,7 +10,7 @@ use reclaim_loader::LoaderState;
 use reclaim_model::{Classifier, WeightFormat};
 use serde::{Deserialize, Serialize};
 
-use crate::files::write_file_atomically;
+use reclaim_records::write_file_atomically;
 use crate::{EpochMetrics, RunIdentity, TrainError};
 
 pub(crate) const CHECKPOINTS_FOLDER: &str = "checkpoints";
@@ -85,10 +85,10 @@ pub struct PartialEpoch {
     /// Steps taken.
     pub steps: usize,
     /// The sum of their losses.
-    #[serde(with = "crate::metrics::finite_or_text")]
+    #[serde(with = "reclaim_records::finite_or_text")]
     pub loss_sum: f64,
     /// Seconds of training so far.
-    #[serde(with = "crate::metrics::finite_or_text")]
+    #[serde(with = "reclaim_records::finite_or_text")]
     pub train_seconds: f64,
 }
 
@@ -169,7 +169,10 @@ fn write_checkpoint_files(
         path: final_path.to_path_buf(),
         message: format!("cannot write its state as JSON: {error}"),
     })?;
-    write_file_atomically(&file(CheckpointFile::State), &state_text)
+    Ok(write_file_atomically(
+        &file(CheckpointFile::State),
+        &state_text,
+    )?)
 }
 
 /// Removes the checkpoints written within an epoch that come before `newest`.

@@ -42,6 +42,9 @@ pub enum TrainError {
         /// What the JSON parser reported.
         source: serde_json::Error,
     },
+    /// A run folder's record could not be read or written, for a reason other than those above.
+    #[error(transparent)]
+    Records(reclaim_records::RecordsError),
     /// Opening or validating the dataset failed.
     #[error(transparent)]
     Dataset(#[from] reclaim_dataset::DatasetError),
@@ -49,7 +52,7 @@ pub enum TrainError {
     #[error(transparent)]
     Loader(#[from] reclaim_loader::LoaderError),
     /// The model refused its configuration, saving or loading its weights failed, or the
-    /// sparse-input step could not read a tensor back or was given a batch of another shape.
+    /// fused step could not read a parameter back or was given a batch it cannot take.
     #[error(transparent)]
     Model(#[from] reclaim_model::ModelError),
     /// A checkpoint is unreadable or does not fit this run.
@@ -203,6 +206,20 @@ pub enum TrainError {
         /// Why it is refused.
         message: String,
     },
+}
+
+/// A record's file error is this crate's [`TrainError::Io`] or [`TrainError::Record`], as every
+/// other file error of the crate is.
+impl From<reclaim_records::RecordsError> for TrainError {
+    fn from(error: reclaim_records::RecordsError) -> Self {
+        match error {
+            reclaim_records::RecordsError::Io { path, source } => TrainError::Io { path, source },
+            reclaim_records::RecordsError::Record { path, line, source } => {
+                TrainError::Record { path, line, source }
+            }
+            other => TrainError::Records(other),
+        }
+    }
 }
 
 impl TrainError {

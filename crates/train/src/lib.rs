@@ -1,6 +1,6 @@
 //! `reclaim-train`: the training loop, evaluation, metrics, checkpoints and memory reports.
 //!
-//! - [`TrainConfig`] and [`train`]: the seed recipe (SGD at lr 0.01, batches of 64, shuffled,
+//! - [`TrainConfig`] and [`train`]: the PyTorch recipe (SGD at lr 0.01, batches of 64, shuffled,
 //!   2 epochs, evaluation on the test split after each) on any [`BackendChoice`], writing
 //!   `metrics.jsonl`, `steps.jsonl`, checkpoints (at each epoch's end, every N steps, and when
 //!   cancelled through a [`CancellationFlag`]), `memory.jsonl` and the release report into the
@@ -37,12 +37,10 @@ mod backend;
 mod checkpoint;
 mod data;
 mod error;
-mod files;
-mod metrics;
-mod phases;
-mod release;
+mod identity;
 mod run_folder;
 mod storage;
+mod summary;
 mod timeline;
 mod trainer;
 
@@ -56,9 +54,6 @@ pub use checkpoint::{
 };
 pub use data::{DataFingerprint, TrainingData};
 pub use error::TrainError;
-pub use files::RunFile;
-pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, read_json_lines};
-pub use phases::PhaseSeconds;
 /// Bar or nothing on the terminal while training ([`TrainConfig::progress`]); defined in
 /// reclaim-dataset, where downloads use it too.
 pub use reclaim_dataset::ProgressDisplay;
@@ -66,14 +61,20 @@ pub use reclaim_memory::{
     CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
     peak_heap_bytes, resident_bytes, wait_for_settled_process,
 };
-pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
+/// The run folder's records, defined in reclaim-records (which `reclaim-report` reads without
+/// Burn) and re-exported here for the trainer's callers.
+pub use reclaim_records::{
+    EpochMetrics, JsonLinesWriter, PhaseSeconds, ReleaseReport, ReleaseStage, ReleaseStep,
+    RunFile, StepMetrics, TimelineSample, read_json_lines,
+};
 pub use run_folder::{RunFolderLock, RunFolderOwner};
 pub use storage::DatasetStorage;
-pub use timeline::{MemoryTimeline, TimelineSample};
+pub use timeline::MemoryTimeline;
+pub use identity::{IdentityDifference, RunIdentity};
 pub use trainer::{
-    CancellationFlag, Evaluation, IdentityDifference, LARGEST_HOST_STEP_BATCH_ON_FLEX, MAX_EPOCHS,
-    PixelScaling, RunIdentity, StartPolicy, StepKernel, StepKernelObstacle, TrainConfig, TrainRun,
-    evaluate_weights, model_for_dataset, standard_augmentation, train,
+    CancellationFlag, Evaluation, LARGEST_FUSED_STEP_BATCH_ON_FLEX, MAX_EPOCHS, PixelScaling,
+    StartPolicy, StepKernel, StepKernelObstacle, TrainConfig, TrainRun, evaluate_weights,
+    model_for_dataset, standard_augmentation, train,
 };
 
 /// The README's examples, run as doctests.

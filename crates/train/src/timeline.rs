@@ -16,20 +16,9 @@ use std::time::{Duration, Instant};
 
 use burn::tensor::Device;
 use reclaim_memory::MemorySnapshot;
-use serde::{Deserialize, Serialize};
+use reclaim_records::TimelineSample;
 
 use crate::TrainError;
-
-/// One point of the timeline, one line of `memory.jsonl`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TimelineSample {
-    /// The memory then (`seconds` counts from the start of the timeline).
-    #[serde(flatten)]
-    pub memory: MemorySnapshot,
-    /// The phase that starts here (`"epoch 1"`, `"dataset dropped"`), or `None` for a periodic
-    /// sample.
-    pub phase: Option<Cow<'static, str>>,
-}
 
 struct Shared {
     started: Instant,

@@ -132,10 +132,9 @@ fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, String> {
     let mut encoder = png::Encoder::new(&mut bytes, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    // `Fast` (fdeflate, tuned for PNG): the figures are drawn at the end of every run. At
-    // `High`, a `perf` profile of `reclaim train` (issue 9) put about 3% of its CPU time in
-    // deflate; with `Fast`, the whole `figures` phase (SVG and PNG) measured 0.017 s of a
-    // 1.73 s job (`phases.json`; docs/benchmarks.md, "Three recipes in one run").
+    // `Fast` (fdeflate, tuned for PNG): the figures are drawn at the end of every run, and at
+    // `High` deflate showed in a profile of `reclaim train`; with `Fast` the whole `figures`
+    // phase is a small share of the job (docs/benchmarks.md, "Three recipes in one run").
     encoder.set_compression(png::Compression::Fast);
     let mut writer = encoder.write_header().map_err(describe)?;
     writer.write_image_data(rgb).map_err(describe)?;

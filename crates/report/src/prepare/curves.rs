@@ -1,7 +1,7 @@
 //! The training curves' data: the logged loss and its moving average per step, the epochs'
 //! boundaries, and the test accuracy per epoch.
 
-use reclaim_train::{EpochMetrics, StepMetrics};
+use reclaim_records::{EpochMetrics, StepMetrics};
 
 /// Weight of the past in the smoothed loss (an exponential moving average, bias-corrected).
 pub(crate) const LOSS_SMOOTHING: f64 = 0.8;

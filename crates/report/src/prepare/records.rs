@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reclaim_train::{EpochMetrics, RunFile, StepMetrics, TimelineSample, read_json_lines};
+use reclaim_records::{EpochMetrics, RunFile, StepMetrics, TimelineSample, read_json_lines};
 
 use crate::ReportError;
 
@@ -33,7 +33,7 @@ impl RunRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reclaim_train::JsonLinesWriter;
+    use reclaim_records::JsonLinesWriter;
 
     #[test]
     fn the_three_files_are_read_and_the_first_missing_one_is_named() {

@@ -1,6 +1,6 @@
 //! The release panel's data: the memory right after each step of the release, in MiB.
 
-use reclaim_train::TimelineSample;
+use reclaim_records::TimelineSample;
 
 use super::timeline::RELEASE_START_PHASE;
 use super::{MemorySeries, mebibytes};

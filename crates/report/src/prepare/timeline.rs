@@ -2,7 +2,7 @@
 //! markers.
 
 use reclaim_memory::MemorySnapshot;
-use reclaim_train::{ReleaseStage, TimelineSample};
+use reclaim_records::{ReleaseStage, TimelineSample};
 
 use super::mebibytes;
 

@@ -6,20 +6,21 @@ use std::thread::Scope;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use indicatif::ProgressBar;
-use reclaim_loader::{Batch, Epoch, ImageSource, Loader, LoaderState, TensorBatch};
-use reclaim_model::{Classifier, FusedSgdPerceptron, SparseRows};
+use reclaim_loader::{Epoch, ImageSource, Loader, LoaderState};
+use reclaim_model::Classifier;
 
-use super::config::{RunIdentity, StepKernel, TrainConfig};
+use super::config::TrainConfig;
 use super::evaluation::evaluate_source;
 use super::measurement::RunMeasurement;
 use super::resume::{MetricsWriters, RunProgress, TrainingState};
+use super::steps::{StepLoss, TrainingSteps};
 use crate::checkpoint::{CheckpointState, PartialEpoch, save_checkpoint};
-use crate::phases::{PhaseSeconds, seconds_since};
+use crate::PhaseSeconds;
+use super::seconds_since;
 use crate::run_folder::PreviousRun;
-use crate::{EpochMetrics, ReleaseStage, StepMetrics, TrainError, TrainingData};
+use crate::{EpochMetrics, ReleaseStage, RunIdentity, StepMetrics, TrainError, TrainingData};
 
 /// Steps whose losses are averaged into one line of `steps.jsonl`.
 const STEPS_PER_LOG_LINE: usize = 10;
@@ -27,121 +28,6 @@ const STEPS_PER_LOG_LINE: usize = 10;
 /// An epoch's progress bar: its prefix (`epoch 1/2`), position, and at its end the loss and
 /// speed, in indicatif's template syntax.
 const EPOCH_BAR_TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} steps  {msg}  {elapsed_precise}";
-
-/// The training steps of one stretch of a run (an epoch, the warm-up), on the road
-/// [`TrainConfig::step_kernel_used`] gives: the run and its warm-up both step through here, so
-/// the warm-up exercises exactly the code the run measures.
-///
-/// On the fused road the perceptron's parameters live on the host between steps
-/// ([`FusedSgdPerceptron`]); [`synced`](Self::synced) writes them back into the model, which
-/// every evaluation and checkpoint reads.
-///
-/// [`TrainConfig::step_kernel_used`]: super::config::TrainConfig::step_kernel_used
-pub(super) struct TrainingSteps {
-    kernel: StepKernel,
-    /// The perceptron's parameters on the fused road, read from the model when the stretch
-    /// began.
-    host: Option<FusedSgdPerceptron>,
-}
-
-/// One step's loss: still on the device (Burn's roads, read back a window at a time) or
-/// already on the host (the fused road). A Burn tensor is about 640 bytes, so the device's is
-/// boxed: the window holds many host losses.
-pub(super) enum StepLoss {
-    Device(Box<Tensor<1>>),
-    Host(f32),
-}
-
-impl TrainingSteps {
-    /// Steps on `kernel`'s road, starting from `model`'s parameters.
-    pub(super) fn new(kernel: StepKernel, model: &Classifier) -> Result<Self, TrainError> {
-        let host = match (kernel, model) {
-            (StepKernel::Fused, Classifier::Mlp(network)) => {
-                Some(FusedSgdPerceptron::from_model(network)?)
-            }
-            _ => None,
-        };
-        Ok(TrainingSteps { kernel, host })
-    }
-
-    /// One optimizer step on one batch: forward, cross-entropy, backward, SGD. Returns the
-    /// model (unchanged on the fused road, whose parameters are on the host until
-    /// [`synced`](Self::synced)) and the batch's loss, off the autodiff graph.
-    pub(super) fn step(
-        &mut self,
-        model: Classifier,
-        optimizer: &mut ModuleOptimizer,
-        learning_rate: f64,
-        batch: Batch<'_>,
-        device: &Device,
-    ) -> Result<(Classifier, StepLoss), TrainError> {
-        if let Some(host) = &mut self.host {
-            if let Some(pixels) = batch.images_f32() {
-                let loss = host.step(pixels, batch.labels(), learning_rate as f32)?;
-                return Ok((model, StepLoss::Host(loss)));
-            }
-            // Pixels that are not `f32` (never on the road's settings): Burn's step from here,
-            // on the parameters written back and marked for autodiff again.
-            let model = self.synced(model)?.train();
-            self.host = None;
-            self.kernel = StepKernel::Dense;
-            return self.step(model, optimizer, learning_rate, batch, device);
-        }
-        let (model, loss) = burn_step(
-            model,
-            optimizer,
-            learning_rate,
-            batch,
-            device,
-            self.kernel == StepKernel::SparseInputs,
-        )?;
-        Ok((model, StepLoss::Device(Box::new(loss))))
-    }
-
-    /// `model` with the parameters the steps have reached (itself, on Burn's roads).
-    pub(super) fn synced(&self, model: Classifier) -> Result<Classifier, TrainError> {
-        match (&self.host, model) {
-            (Some(host), Classifier::Mlp(network)) => {
-                Ok(Classifier::Mlp(host.write_into(network)?))
-            }
-            (_, model) => Ok(model),
-        }
-    }
-}
-
-/// Burn's step: forward, cross-entropy, backward through its autodiff graph, its optimizer.
-/// With `sparse_inputs` a perceptron's hidden layer is computed on the host from the batch's
-/// non-zero pixels, read straight from the loader's buffer, and its gradients are handed to
-/// the optimizer beside the autodiff graph's.
-fn burn_step(
-    model: Classifier,
-    optimizer: &mut ModuleOptimizer,
-    learning_rate: f64,
-    batch: Batch<'_>,
-    device: &Device,
-    sparse_inputs: bool,
-) -> Result<(Classifier, Tensor<1>), TrainError> {
-    let sparse_images = match (&model, batch.images_f32()) {
-        (Classifier::Mlp(_), Some(pixels)) if sparse_inputs => {
-            let pixels_per_image = pixels.len() / batch.len().max(1);
-            Some(SparseRows::from_dense(pixels, pixels_per_image)?)
-        }
-        _ => None,
-    };
-    let TensorBatch { images, labels } = batch.into_tensors::<2>(device)?;
-    let (loss, gradients) = match (&model, sparse_images) {
-        (Classifier::Mlp(network), Some(sparse_images)) => {
-            network.sparse_input_loss_and_gradients(&sparse_images, labels)?
-        }
-        _ => {
-            let loss = model.loss(model.forward(images), labels);
-            let gradients = GradientsParams::from_grads(loss.backward(), &model);
-            (loss, gradients)
-        }
-    };
-    let model = optimizer.step(learning_rate, model, gradients);
-    Ok((model, loss.inner()))
-}
 
 /// What every epoch reads and updates: the run's settings and devices, where the run stands,
 /// its metrics files, its memory measurement, and the run an overwrite set aside.
@@ -437,8 +323,8 @@ impl EpochTotals {
     }
 }
 
-/// The losses of the steps since the last read-back: on the device (Burn's roads) or on the
-/// host (the fused road).
+/// The losses of the steps since the last read-back: on the device (Burn's step) or on the
+/// host (the fused step).
 struct LossWindow {
     /// The step (counted from 1 over the run) of the first loss.
     first_step: usize,

@@ -5,7 +5,7 @@ use reclaim_loader::{ImageSource, Loader, LoaderConfig, PixelFormat, Sampling, T
 use reclaim_model::{Classifier, ClassifierConfig, WeightFormat};
 use serde::{Deserialize, Serialize};
 
-use super::config::PixelScaling;
+use super::dataset_defaults::PixelScaling;
 use super::dataset_check::check_splits;
 use crate::{BackendChoice, TrainError, TrainingData};
 

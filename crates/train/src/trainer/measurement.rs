@@ -7,7 +7,7 @@ use std::path::Path;
 use burn::tensor::Device;
 
 use super::config::TrainConfig;
-use crate::release::{ReleaseReport, ReleaseStage};
+use crate::{ReleaseReport, ReleaseStage};
 use crate::timeline::MemoryTimeline;
 use crate::{RunFile, TrainError};
 use reclaim_memory::MemorySnapshot;

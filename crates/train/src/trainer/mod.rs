@@ -1,4 +1,4 @@
-//! The training loop: the seed recipe (SGD, batch 64, shuffled, N epochs, evaluation after
+//! The training loop: the PyTorch recipe (SGD, batch 64, shuffled, N epochs, evaluation after
 //! each), on any backend, with metrics, checkpoints, resume, the memory timeline and the
 //! release report.
 //!
@@ -13,33 +13,43 @@
 //! 4. `release`: the memory given back step by step, each [`ReleaseStage`](crate::ReleaseStage)
 //!    measured.
 //!
-//! `config` holds [`TrainConfig`] and everything decided from it.
+//! Beside them: `config` holds [`TrainConfig`] and what is decided from it alone; `steps`
+//! which training step a run takes ([`StepKernel`]) and the step itself;
+//! `dataset_defaults` what each dataset gets by default; `cancellation` the flag that stops a
+//! run. [`RunIdentity`](crate::RunIdentity) lives beside the checkpoint code.
 
+mod cancellation;
 mod config;
 mod dataset_check;
+mod dataset_defaults;
 mod epochs;
 mod evaluation;
 mod measurement;
 mod release;
 mod resume;
+mod steps;
 mod warm_up;
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub use config::{
-    CancellationFlag, IdentityDifference, LARGEST_HOST_STEP_BATCH_ON_FLEX, MAX_EPOCHS,
-    PixelScaling, RunIdentity, StartPolicy, StepKernel, StepKernelObstacle, TrainConfig,
-    model_for_dataset, standard_augmentation,
-};
+pub use cancellation::CancellationFlag;
+pub use config::{MAX_EPOCHS, StartPolicy, TrainConfig};
+pub use dataset_defaults::{PixelScaling, model_for_dataset, standard_augmentation};
 pub use evaluation::{Evaluation, evaluate_weights};
+pub use steps::{LARGEST_FUSED_STEP_BATCH_ON_FLEX, StepKernel, StepKernelObstacle};
 
-use crate::phases::{PhaseSeconds, seconds_since};
-use crate::release::ReleaseReport;
+use crate::PhaseSeconds;
+use crate::ReleaseReport;
 use crate::{EpochMetrics, TrainError, TrainingData};
 use epochs::EpochRun;
 use measurement::RunMeasurement;
 use resume::{PreparedRun, TrainingState};
+
+/// Seconds since `started`, as the phases count them.
+pub(crate) fn seconds_since(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64()
+}
 
 /// What a finished run leaves behind, besides its files.
 #[derive(Clone, Debug)]
@@ -57,9 +67,9 @@ pub struct TrainRun {
     pub peak_loader_bytes: u64,
     /// The run folder.
     pub run_folder: PathBuf,
-    /// The road the training steps took ([`TrainConfig::step_kernel_used`]).
+    /// The training step taken ([`TrainConfig::step_kernel_used`]).
     pub step_kernel: StepKernel,
-    /// Why the road asked for was not taken, where it was not
+    /// Why the step asked for was not taken, where it was not
     /// ([`TrainConfig::step_kernel_obstacle`]).
     pub step_kernel_obstacle: Option<StepKernelObstacle>,
 }

@@ -7,7 +7,7 @@ use reclaim_model::WeightFormat;
 
 use super::measurement::RunMeasurement;
 use super::resume::TrainingState;
-use crate::files::write_file_atomically;
+use reclaim_records::write_file_atomically;
 use crate::{ReleaseStage, TrainError, TrainingData};
 
 /// Gives the run's memory back, recording each [`ReleaseStage`] after `Trained`:

@@ -12,17 +12,17 @@ use burn::tensor::Device;
 use reclaim_loader::LoaderState;
 use reclaim_model::Classifier;
 
-use super::config::{RunIdentity, StartPolicy, TrainConfig};
+use super::config::{StartPolicy, TrainConfig};
 use super::dataset_check::CheckedDataset;
 use super::warm_up::warm_up;
 use crate::checkpoint::{
     CheckpointState, PartialEpoch, latest_checkpoint, load_checkpoint, read_checkpoint_state,
 };
-use crate::files::write_file_atomically;
-use crate::metrics::{JsonLinesWriter, read_json_lines};
-use crate::phases::seconds_since;
+use reclaim_records::write_file_atomically;
+use reclaim_records::{JsonLinesWriter, RecordsError, read_json_lines};
+use super::seconds_since;
 use crate::run_folder::{PreviousRun, RunFolderLock, run_entries, settle_interrupted_overwrite};
-use crate::{EpochMetrics, RunFile, StepMetrics, TrainError};
+use crate::{EpochMetrics, RunFile, RunIdentity, StepMetrics, TrainError};
 
 /// What the preparation leaves for the measured part of the run. All of it exists before the
 /// baseline, and lives until the release has been measured.
@@ -243,10 +243,10 @@ impl MetricsWriters {
 /// (other than an unfinished last one) is an error naming it, not a reason to drop the history.
 fn read_steps_if_any(path: &std::path::Path) -> Result<Vec<StepMetrics>, TrainError> {
     match read_json_lines::<StepMetrics>(path) {
-        Err(TrainError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(RecordsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             Ok(Vec::new())
         }
-        other => other,
+        other => Ok(other?),
     }
 }
 

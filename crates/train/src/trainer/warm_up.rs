@@ -9,7 +9,7 @@ use reclaim_model::Classifier;
 
 use super::config::TrainConfig;
 use super::dataset_check::CheckedDataset;
-use super::epochs::{StepLoss, TrainingSteps};
+use super::steps::{StepLoss, TrainingSteps};
 use super::evaluation::{EVALUATION_BATCH_SIZE, evaluate_source};
 use super::release::free_orphaned_autodiff_nodes;
 use crate::{BackendChoice, TrainError};
@@ -110,8 +110,8 @@ pub(super) fn warm_up(
 /// a workspace the size of its L2 cache (`L2_SLAB` in gemm-common, 512 KiB on the AMD EPYC
 /// measured) and keeps it for the life of the thread. Which of rayon's threads take part in a
 /// threaded product (the evaluation's) is the scheduler's choice, so a thread could get its
-/// workspace only after the baseline: +512 KiB after release in 3 of 5 runs of the seed's job
-/// with the sparse-input road, whose training step runs no product on the pool. One product
+/// workspace only after the baseline, and the release would report it as not given back
+/// (docs/memory.md); the fused step runs no product on the pool. One product
 /// small enough to stay on the calling thread (below Flex's threading threshold), run on every
 /// thread of the pool, makes every workspace exist before the baseline.
 fn give_every_pool_thread_its_gemm_workspace(device: &Device) {

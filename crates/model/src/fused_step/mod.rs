@@ -9,10 +9,10 @@
 //! parameters on the host and steps them itself, allocating nothing once its buffers have
 //! grown to the batch:
 //!
-//! - the batch's non-zero pixels, gathered by pixel in one pass ([`SparseRows`]);
+//! - the batch's non-zero pixels, gathered by pixel in one pass (`gather.rs`);
 //! - the hidden layer's forward: each non-zero pixel's row of weights added into the images
 //!   that have it, the weights kept as panels of 64 columns, one panel per rayon task
-//!   (`fused_kernels.rs`);
+//!   (`kernels.rs`);
 //! - the output layer, the softmax and the loss's gradient in a few small loops over the
 //!   batch, the output weights kept by class so that every loop runs along contiguous values;
 //! - the hidden weights updated in place, `W -= learning_rate · (Xᵀ · dH)`: each weight row's
@@ -34,9 +34,13 @@
 use burn::nn::Linear;
 use burn::tensor::{Tensor, TensorData};
 
-use crate::fused_kernels::{self, Instructions, Panels, sgd};
-use crate::sparse_input::TransposedGather;
-use crate::{ModelError, SimpleNn, SparseRows};
+mod gather;
+mod kernels;
+
+use gather::{SparseRows, TransposedGather};
+use kernels::{Instructions, Panels, sgd};
+
+use crate::{ModelError, SimpleNn};
 
 /// Values summed at once in a dot product: eight independent sums, so that the adds need not
 /// wait for one another (a single running sum would be one long chain of dependent adds).
@@ -204,11 +208,16 @@ impl FusedSgdPerceptron {
     ) -> Result<f32, ModelError> {
         let batch = labels.len();
         let scratch = &mut self.scratch;
-        scratch.images_by_pixel.refill_transposed_from_dense(
-            pixels,
-            self.input_size,
-            &mut scratch.gather,
-        )?;
+        // The batch was checked to be whole images, so the gather takes it; should its `u32`
+        // positions not fit the counts, the batch is refused all the same.
+        scratch
+            .images_by_pixel
+            .refill_transposed_from_dense(pixels, self.input_size, &mut scratch.gather)
+            .map_err(|_| ModelError::BatchShape {
+                pixel_values: pixels.len(),
+                labels: batch,
+                input_size: self.input_size,
+            })?;
         self.hidden_forward(batch);
         let loss = match self.instructions {
             // SAFETY: `Instructions::Avx2Fma` exists only where the CPU has AVX2 and FMA.
@@ -285,7 +294,7 @@ impl FusedSgdPerceptron {
     fn hidden_forward(&mut self, batch: usize) {
         let scratch = &mut self.scratch;
         scratch.hidden.resize(batch * self.hidden_size, 0.0);
-        fused_kernels::hidden_forward(
+        kernels::hidden_forward(
             self.instructions,
             &scratch.images_by_pixel,
             &self.hidden_weight,
@@ -403,7 +412,7 @@ impl FusedSgdPerceptron {
             &scratch.hidden_bias_gradient,
             learning_rate,
         );
-        fused_kernels::hidden_update(
+        kernels::hidden_update(
             self.instructions,
             &scratch.images_by_pixel,
             &mut self.hidden_weight,
@@ -597,7 +606,7 @@ mod tests {
         (optimizer.step(learning_rate, model, gradients), value)
     }
 
-    /// Twenty steps on both roads from the same weights, on both CPU backends, with the seed's
+    /// Twenty steps of both kinds from the same weights, on both CPU backends, with MNIST's
     /// sizes and with sizes whose hidden layer is no whole number of 64-column passes: the
     /// losses and every parameter agree to rounding after every step.
     #[test]

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use reclaim_dataset::DatasetError;
 
-use crate::TrainError;
+use crate::RecordsError;
 
 /// A file that a run writes into its run folder. The checkpoints' own files are
-/// [`CheckpointFile`](crate::CheckpointFile)s, in `checkpoints/epoch-NNNN/`.
+/// reclaim-train's `CheckpointFile`s, in `checkpoints/epoch-NNNN/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RunFile {
     /// `metrics.jsonl`: one JSON line per epoch ([`EpochMetrics`](crate::EpochMetrics)).
@@ -17,7 +17,7 @@ pub enum RunFile {
     /// `memory.jsonl`: the memory timeline, one JSON line per sample
     /// ([`TimelineSample`](crate::TimelineSample)).
     MemoryTimeline,
-    /// `config.json`: the run's [`TrainConfig`](crate::TrainConfig).
+    /// `config.json`: the run's settings (reclaim-train's `TrainConfig`).
     Config,
     /// `model.bpk`: the final weights (burnpack).
     FinalWeights,
@@ -63,40 +63,41 @@ impl RunFile {
 }
 
 /// Writes `bytes` to `path` through reclaim-dataset's atomic write (temporary file, then
-/// rename), the workspace's one; a failed write is this crate's [`TrainError::Io`] naming the
-/// file, as every other file error of the crate is.
-pub(crate) fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
+/// rename), the workspace's one; a failed write is [`RecordsError::Io`] naming the file, as
+/// every other file error of the crate is.
+pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), RecordsError> {
     reclaim_dataset::write_file_atomically(path, bytes).map_err(|error| match error {
-        DatasetError::Io { path, source } => TrainError::Io { path, source },
-        other => TrainError::Dataset(other),
+        DatasetError::Io { path, source } => RecordsError::Io { path, source },
+        // The atomic write reports file errors only; should another come, it names the file.
+        other => RecordsError::io(path, std::io::Error::other(other.to_string())),
     })
 }
 
 /// Writes `value` as pretty JSON to `file` inside `folder`, atomically.
-pub(crate) fn write_json_file<T: serde::Serialize>(
+pub fn write_json_file<T: serde::Serialize>(
     folder: &Path,
     file: RunFile,
     value: &T,
-) -> Result<(), TrainError> {
+) -> Result<(), RecordsError> {
     let json = serde_json::to_vec_pretty(value).expect("run files serialize");
     write_file_atomically(&file.path_in(folder), &json)
 }
 
 /// Reads the JSON `file` inside `folder`; `None` when there is no such file. An unreadable or
-/// malformed file is [`TrainError::Io`] naming it.
-pub(crate) fn read_json_file<T: serde::de::DeserializeOwned>(
+/// malformed file is [`RecordsError::Io`] naming it.
+pub fn read_json_file<T: serde::de::DeserializeOwned>(
     folder: &Path,
     file: RunFile,
-) -> Result<Option<T>, TrainError> {
+) -> Result<Option<T>, RecordsError> {
     let path = file.path_in(folder);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(TrainError::io(&path, error)),
+        Err(error) => return Err(RecordsError::io(&path, error)),
     };
     serde_json::from_slice(&bytes)
         .map(Some)
-        .map_err(|error| TrainError::io(&path, std::io::Error::from(error)))
+        .map_err(|error| RecordsError::io(&path, std::io::Error::from(error)))
 }
 
 #[cfg(test)]
@@ -124,7 +125,7 @@ mod tests {
         std::fs::write(folder.path().join("absent"), b"a file").unwrap();
         let path = folder.path().join("absent").join("report.md");
         let error = write_file_atomically(&path, b"x").unwrap_err();
-        assert!(matches!(error, TrainError::Io { .. }), "{error:?}");
+        assert!(matches!(error, RecordsError::Io { .. }), "{error:?}");
         assert!(error.to_string().contains("absent"));
     }
 }

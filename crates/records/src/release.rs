@@ -8,7 +8,7 @@ use reclaim_memory::MemorySnapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::files::{read_json_file, write_file_atomically, write_json_file};
-use crate::{RunFile, TrainError};
+use crate::{RecordsError, RunFile};
 
 /// A moment of the release, in the order a run passes them: the baseline, the end of training,
 /// then each step of giving memory back (the PyTorch recipe's `del loader; del dataset;
@@ -158,7 +158,7 @@ impl ReleaseReport {
     }
 
     /// Writes `release.md` and `release.json` into `folder`, atomically.
-    pub fn write_to(&self, folder: &Path) -> Result<(), TrainError> {
+    pub fn write_to(&self, folder: &Path) -> Result<(), RecordsError> {
         write_file_atomically(
             &RunFile::ReleaseTable.path_in(folder),
             self.to_markdown().as_bytes(),
@@ -168,7 +168,7 @@ impl ReleaseReport {
 
     /// Reads the `release.json` that [`ReleaseReport::write_to`] left in `folder`; `None` when
     /// there is none (the run stopped before its release).
-    pub fn read_from(folder: &Path) -> Result<Option<Self>, TrainError> {
+    pub fn read_from(folder: &Path) -> Result<Option<Self>, RecordsError> {
         read_json_file(folder, RunFile::ReleaseReport)
     }
 }

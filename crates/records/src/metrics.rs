@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use crate::TrainError;
+use crate::RecordsError;
 
 /// One line of `metrics.jsonl`: what an epoch did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,10 +53,12 @@ pub struct StepMetrics {
 /// JSON has no NaN or infinity (serde_json writes them as `null`, which then reads back as an
 /// error): finite numbers are written as numbers, the others as the strings `"NaN"`, `"inf"`
 /// and `"-inf"`; reading accepts those, numbers, and `null` (as NaN, what older files hold).
-pub(crate) mod finite_or_text {
+/// For `#[serde(with = "reclaim_records::finite_or_text")]` on an `f64` field.
+pub mod finite_or_text {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
-    pub(crate) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    /// Writes `value` as a number, or as text when it is not finite.
+    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
         if value.is_finite() {
             serializer.serialize_f64(*value)
         } else if value.is_nan() {
@@ -76,7 +78,8 @@ pub(crate) mod finite_or_text {
         Null(()),
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    /// Reads a number, `"NaN"`, `"inf"`, `"-inf"` or `null` (as NaN).
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
         match NumberOrText::deserialize(deserializer)? {
             NumberOrText::Number(value) => Ok(value),
             NumberOrText::Null(()) => Ok(f64::NAN),
@@ -100,9 +103,9 @@ pub struct JsonLinesWriter {
 
 impl JsonLinesWriter {
     /// Creates (truncates) the file.
-    pub fn create(path: impl Into<PathBuf>) -> Result<Self, TrainError> {
+    pub fn create(path: impl Into<PathBuf>) -> Result<Self, RecordsError> {
         let path = path.into();
-        let file = File::create(&path).map_err(|error| TrainError::io(&path, error))?;
+        let file = File::create(&path).map_err(|error| RecordsError::io(&path, error))?;
         Ok(JsonLinesWriter {
             path,
             writer: BufWriter::new(file),
@@ -110,13 +113,13 @@ impl JsonLinesWriter {
     }
 
     /// Opens the file for appending, creating it if needed.
-    pub fn append(path: impl Into<PathBuf>) -> Result<Self, TrainError> {
+    pub fn append(path: impl Into<PathBuf>) -> Result<Self, RecordsError> {
         let path = path.into();
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|error| TrainError::io(&path, error))?;
+            .map_err(|error| RecordsError::io(&path, error))?;
         Ok(JsonLinesWriter {
             path,
             writer: BufWriter::new(file),
@@ -127,7 +130,7 @@ impl JsonLinesWriter {
     pub fn write_all_atomically<T: Serialize>(
         path: impl AsRef<Path>,
         records: &[T],
-    ) -> Result<(), TrainError> {
+    ) -> Result<(), RecordsError> {
         let mut text = String::new();
         for record in records {
             text.push_str(&serde_json::to_string(record).expect("metrics serialize"));
@@ -137,11 +140,11 @@ impl JsonLinesWriter {
     }
 
     /// Writes one record as one line and flushes it.
-    pub fn write<T: Serialize>(&mut self, record: &T) -> Result<(), TrainError> {
+    pub fn write<T: Serialize>(&mut self, record: &T) -> Result<(), RecordsError> {
         let line = serde_json::to_string(record).expect("metrics serialize");
         writeln!(self.writer, "{line}")
             .and_then(|()| self.writer.flush())
-            .map_err(|error| TrainError::io(&self.path, error))
+            .map_err(|error| RecordsError::io(&self.path, error))
     }
 }
 
@@ -149,10 +152,10 @@ impl JsonLinesWriter {
 ///
 /// A last line without its newline that does not parse is an unfinished write (the process was
 /// killed while appending it) and is left out; any other line that does not parse is
-/// [`TrainError::Record`].
-pub fn read_json_lines<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<Vec<T>, TrainError> {
+/// [`RecordsError::Record`].
+pub fn read_json_lines<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<Vec<T>, RecordsError> {
     let path = path.as_ref();
-    let text = std::fs::read(path).map_err(|error| TrainError::io(path, error))?;
+    let text = std::fs::read(path).map_err(|error| RecordsError::io(path, error))?;
     let unfinished_start = text
         .iter()
         .rposition(|&byte| byte == b'\n')
@@ -166,7 +169,7 @@ pub fn read_json_lines<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<Ve
             Ok(record) => records.push(record),
             Err(_) if line.as_ptr() == text[unfinished_start..].as_ptr() => break,
             Err(source) => {
-                return Err(TrainError::Record {
+                return Err(RecordsError::Record {
                     path: path.to_path_buf(),
                     line: index + 1,
                     source,

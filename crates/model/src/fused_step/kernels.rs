@@ -16,12 +16,12 @@
 //! The two kernels have the same shape (a loop over pixels, a branch for a full panel whose
 //! 64 values are a fixed-size array the compiler keeps in registers, and one for the last,
 //! narrower panel) but different bodies; the branches are kept apart on purpose: with one
-//! slice for both, the compiler spilled the sums to the stack and the step took 232 µs instead
-//! of 205 µs (docs/benchmarks.md).
+//! slice for both, the compiler spilled the sums to the stack and the step was slower
+//! (docs/benchmarks.md, the fused step's section).
 
 use rayon::prelude::*;
 
-use crate::SparseRows;
+use super::gather::SparseRows;
 
 /// Columns per panel: 64 `f32` are eight 256-bit registers of sums.
 pub(crate) const PANEL_WIDTH: usize = 64;

@@ -2,14 +2,13 @@
 
 use std::fmt;
 use std::path::Path;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::TrainError;
+use crate::RecordsError;
 use crate::files::{RunFile, read_json_file, write_json_file};
 
-/// The wall-clock seconds of each phase of one [`train`](crate::train) call, in the order a run
+/// The wall-clock seconds of each phase of one reclaim-train `train` call, in the order a run
 /// passes them, so that a regression shows where it is. Written to `phases.json` at the end of
 /// the run; `reclaim train` adds the figures it draws afterwards.
 ///
@@ -33,7 +32,7 @@ pub struct PhaseSeconds {
     /// The release, measured step by step, the final weights and the release report written.
     pub release: f64,
     /// Drawing the run's figures (SVG and PNG), where the caller drew them (`reclaim train`
-    /// does; [`train`](crate::train) itself draws none).
+    /// does; `train` itself draws none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<f64>,
     /// The whole call, opening and release included (and the figures, where drawn).
@@ -64,13 +63,13 @@ impl PhaseSeconds {
     }
 
     /// Writes `phases.json` into `folder`, atomically.
-    pub fn write_to(&self, folder: &Path) -> Result<(), TrainError> {
+    pub fn write_to(&self, folder: &Path) -> Result<(), RecordsError> {
         write_json_file(folder, RunFile::Phases, self)
     }
 
     /// Reads the `phases.json` in `folder`; `None` when there is none (a run that ended before
     /// its release, or one written before phases were recorded).
-    pub fn read_from(folder: &Path) -> Result<Option<Self>, TrainError> {
+    pub fn read_from(folder: &Path) -> Result<Option<Self>, RecordsError> {
         read_json_file(folder, RunFile::Phases)
     }
 }
@@ -96,10 +95,6 @@ impl fmt::Display for PhaseSeconds {
     }
 }
 
-/// Seconds since `started`.
-pub(crate) fn seconds_since(started: Instant) -> f64 {
-    started.elapsed().as_secs_f64()
-}
 
 #[cfg(test)]
 mod tests {
