@@ -5,7 +5,7 @@
 //! recipe scales them (about 81% of the pixels are 0).
 //!
 //! Each row is named by what `reclaim train` does: a backend's own name is its default step,
-//! `flex` and `ndarray` the fused step on the host (`FusedSgdPerceptron::step`, `--step
+//! `flex` and `ndarray` the fused step on the host (`FusedSgdMlp::step`, `--step
 //! fused`: the same host code on both, whose parameters stay on the host); `flex-dense` and
 //! `ndarray-dense` Burn's autodiff step over every pixel (`--step dense`). Other backends have
 //! Burn's step only.
@@ -28,7 +28,7 @@ use burn::tensor::{Device, Int, Tensor};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::memory::{CountingAllocator, allocation_count};
-use reclaim::model::{FusedSgdPerceptron, SimpleNn, SimpleNnConfig};
+use reclaim::model::{FusedSgdMlp, Mlp, MlpConfig};
 use reclaim::train::{BackendChoice, StepKernel};
 
 #[global_allocator]
@@ -54,7 +54,7 @@ fn mnist_pixels(batch_size: usize) -> Vec<f32> {
 /// A model, its optimizer and one batch on one device, stepped in place.
 struct Stepper {
     device: Device,
-    model: Option<SimpleNn>,
+    model: Option<Mlp>,
     optimizer: ModuleOptimizer,
     images: Tensor<2>,
     /// The batch's host pixels and labels, which the fused step reads each step as the
@@ -63,7 +63,7 @@ struct Stepper {
     host_labels: Vec<i64>,
     labels: Tensor<1, Int>,
     /// The fused step's parameters, on the host.
-    host: Option<FusedSgdPerceptron>,
+    host: Option<FusedSgdMlp>,
 }
 
 impl Stepper {
@@ -74,9 +74,9 @@ impl Stepper {
         let labels: Vec<i64> = (0..batch_size).map(|index| (index % 10) as i64).collect();
         let host_labels = labels.clone();
         let labels = Tensor::<1, Int>::from_ints(labels.as_slice(), &device);
-        let model = SimpleNnConfig::new().init(&device);
+        let model = MlpConfig::new().init(&device);
         let host = (step == StepKernel::Fused)
-            .then(|| FusedSgdPerceptron::from_model(&model).expect("the model's parameters"));
+            .then(|| FusedSgdMlp::from_model(&model).expect("the model's parameters"));
         Self {
             model: Some(model),
             optimizer: SgdConfig::new().init(),

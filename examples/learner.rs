@@ -17,10 +17,10 @@ use burn::optim::SgdConfig;
 use burn::tensor::Device;
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::learner::burn_train::Learner;
-use reclaim::learner::{LearnerSimpleNn, classification_training, epoch_means, trained_model};
+use reclaim::learner::{LearnerMlp, classification_training, epoch_means, trained_model};
 use reclaim::loader::{BurnLoader, LoaderConfig, PixelFormat, Sampling, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
-use reclaim::model::{SimpleNn, SimpleNnConfig};
+use reclaim::model::{Mlp, MlpConfig};
 use reclaim::train::{ReleaseReport, ReleaseStage};
 
 #[global_allocator]
@@ -118,9 +118,9 @@ impl Loaders {
 }
 
 /// Two epochs of SGD (lr 0.01) through the `Learner`; the trained network.
-fn train(loaders: &Loaders, run_folder: &Path, device: &Device) -> anyhow::Result<SimpleNn> {
-    let network = SimpleNnConfig::new().init_seeded(device, 42);
-    let learner = Learner::new(LearnerSimpleNn::new(network), SgdConfig::new().init(), 0.01);
+fn train(loaders: &Loaders, run_folder: &Path, device: &Device) -> anyhow::Result<Mlp> {
+    let network = MlpConfig::new().init_seeded(device, 42);
+    let learner = Learner::new(LearnerMlp::new(network), SgdConfig::new().init(), 0.01);
     let result = classification_training(
         run_folder,
         Arc::clone(&loaders.training),

@@ -17,7 +17,7 @@ use burn::optim::{GradientsParams, SgdConfig};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::loader::{Loader, LoaderConfig, PixelFormat, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
-use reclaim::model::{SimpleNn, SimpleNnConfig};
+use reclaim::model::{Mlp, MlpConfig};
 use reclaim::train::{BackendChoice, ReleaseReport, ReleaseStage};
 
 #[global_allocator]
@@ -36,7 +36,7 @@ fn main() -> anyhow::Result<()> {
     report.record(ReleaseStage::BeforeLoading, measure());
 
     // The model lives longest: it is created first and dropped last.
-    let model = SimpleNnConfig::new().init(&training_device);
+    let model = MlpConfig::new().init(&training_device);
     let mut optimizer = SgdConfig::new().init();
 
     // SAFETY: nothing modifies the vendored MNIST files (or their decompressed cache) while
@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
         dataset.mapped_bytes()
     );
 
-    let model = std::thread::scope(|scope| -> anyhow::Result<SimpleNn> {
+    let model = std::thread::scope(|scope| -> anyhow::Result<Mlp> {
         let mut model = model;
         let loader = Loader::new(
             &dataset,

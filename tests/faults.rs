@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::{reclaim, scratch, text};
 use reclaim_dataset::{IdxArray, write_idx};
-use reclaim_model::{SimpleNnConfig, WeightFormat};
+use reclaim_model::{MlpConfig, WeightFormat};
 use reclaim_train::{EpochMetrics, StepMetrics, latest_checkpoint, read_json_lines};
 
 /// The vendored MNIST (`.gz`).
@@ -131,7 +131,7 @@ fn outputs_of(path: &Path) -> Vec<f32> {
     let burnpack = std::fs::read(path).unwrap();
     #[allow(deprecated)]
     let device = burn::tensor::Device::ndarray();
-    let model = SimpleNnConfig::new()
+    let model = MlpConfig::new()
         .init(&device)
         .load_weight_bytes(&burnpack, WeightFormat::Burnpack)
         .unwrap();

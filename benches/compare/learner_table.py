@@ -104,7 +104,7 @@ def build_table(jobs, settings, machine):
             "Ratios are Burn ÷ Reclaim: above 1 for seconds and memory, Burn's pipeline takes more; "
             "above 1 for samples per second, Burn's pipeline is faster.", "",
             f"Both jobs: burn-train 0.22.1's `Learner` and `SupervisedTraining` with accuracy and loss "
-            f"metrics on both splits, `SimpleNn` (784-128-ReLU-10, seed 42), SGD lr 0.01, batch 64, "
+            f"metrics on both splits, `Mlp` (784-128-ReLU-10, seed 42), SGD lr 0.01, batch 64, "
             f"shuffled training (seed 42), validation on the test split after each epoch, pixels scaled "
             f"and normalized with MNIST's mean and standard deviation, {workers} loader worker(s), the "
             f"{backend} backend, one process per job. Burn's pipeline: `MnistDataset::train()/test()` + "

@@ -231,7 +231,7 @@ def build_table(pytorch, reclaim, pytorch_time, reclaim_time, machine, burn=None
         text.append(f"Burn's recipe: burn-train's `Learner` with Burn 0.22.1's `MnistDataset` + "
                     f"`DataLoaderBuilder` + the batcher of Burn's MNIST example (pixels normalized with "
                     f"MNIST's mean and deviation), {braw.get('workers', '?')} loader workers (the example's "
-                    f"default), {braw.get('backend', '?')} backend, the same `SimpleNn`; its job seconds are "
+                    f"default), {braw.get('backend', '?')} backend, the same `Mlp`; its job seconds are "
                     "the `Learner`'s fit, its RSS after release is after the datasets, loaders, learner and "
                     "model are dropped (`benches/compare/learner/`).")
     text.append("")

@@ -397,7 +397,10 @@ mod tests {
         };
         assert_eq!(kernel(&[]).unwrap(), StepKernel::Fused);
         assert_eq!(kernel(&["--step", "fused"]).unwrap(), StepKernel::Fused);
-        assert!(kernel(&["--step", "sparse"]).is_err(), "the sparse road is gone");
+        assert!(
+            kernel(&["--step", "sparse"]).is_err(),
+            "the sparse road is gone"
+        );
         assert_eq!(kernel(&["--step", "dense"]).unwrap(), StepKernel::Dense);
         assert!(kernel(&["--step", "fast"]).is_err());
         assert!(kernel(&["--hidden-layer", "dense"]).is_err());

@@ -1,25 +1,25 @@
-//! [`LearnerSimpleNn`]: Reclaim's MLP with burn-train's step traits.
+//! [`LearnerMlp`]: Reclaim's MLP with burn-train's step traits.
 
 use burn::module::Module;
 use burn::tensor::Device;
 use burn_train::{ClassificationOutput, InferenceStep, TrainOutput, TrainStep};
 use reclaim_loader::TensorBatch;
-use reclaim_model::SimpleNn;
+use reclaim_model::Mlp;
 
-/// [`SimpleNn`] as a burn-train `LearnerModel`: it implements [`TrainStep`] and
+/// [`Mlp`] as a burn-train `LearnerModel`: it implements [`TrainStep`] and
 /// [`InferenceStep`] on the [`TensorBatch`]es a [`BurnLoader`](reclaim_loader::BurnLoader)
 /// yields, producing a [`ClassificationOutput`] so that burn-train's accuracy and loss metrics
 /// apply.
 ///
-/// A wrapper rather than impls on `SimpleNn` itself: the traits are burn-train's and the model
+/// A wrapper rather than impls on `Mlp` itself: the traits are burn-train's and the model
 /// is reclaim-model's, and reclaim-model stays free of burn-train (it knows nothing of data or
 /// training loops).
 #[derive(Module, Debug)]
-pub struct LearnerSimpleNn {
-    network: SimpleNn,
+pub struct LearnerMlp {
+    network: Mlp,
 }
 
-impl LearnerSimpleNn {
+impl LearnerMlp {
     /// Wraps `network` for a `Learner`, in training mode on the autodiff counterpart of its
     /// device (the same device if it is one already).
     ///
@@ -27,7 +27,7 @@ impl LearnerSimpleNn {
     /// parameter's gradient tracking only if it already has it; a network made on a plain
     /// device (`Device::flex()`) would then train nothing. Made here, the parameters are
     /// tracked whatever device the network was created on.
-    pub fn new(network: SimpleNn) -> Self {
+    pub fn new(network: Mlp) -> Self {
         let device = network.devices().into_iter().next().map(Device::autodiff);
         let network = match device {
             Some(device) => network.fork(&device).train(),
@@ -37,12 +37,12 @@ impl LearnerSimpleNn {
     }
 
     /// The wrapped network.
-    pub fn network(&self) -> &SimpleNn {
+    pub fn network(&self) -> &Mlp {
         &self.network
     }
 
     /// The wrapped network, unwrapped (after `Learner::fit`, say).
-    pub fn into_network(self) -> SimpleNn {
+    pub fn into_network(self) -> Mlp {
         self.network
     }
 
@@ -54,13 +54,13 @@ impl LearnerSimpleNn {
     }
 }
 
-impl From<SimpleNn> for LearnerSimpleNn {
-    fn from(network: SimpleNn) -> Self {
+impl From<Mlp> for LearnerMlp {
+    fn from(network: Mlp) -> Self {
         Self::new(network)
     }
 }
 
-impl TrainStep for LearnerSimpleNn {
+impl TrainStep for LearnerMlp {
     type Input = TensorBatch<2>;
     type Output = ClassificationOutput;
 
@@ -71,7 +71,7 @@ impl TrainStep for LearnerSimpleNn {
     }
 }
 
-impl InferenceStep for LearnerSimpleNn {
+impl InferenceStep for LearnerMlp {
     type Input = TensorBatch<2>;
     type Output = ClassificationOutput;
 
@@ -83,7 +83,7 @@ impl InferenceStep for LearnerSimpleNn {
 #[cfg(test)]
 mod tests {
     use burn::tensor::{Int, Tensor};
-    use reclaim_model::SimpleNnConfig;
+    use reclaim_model::MlpConfig;
 
     use super::*;
 
@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn the_train_step_returns_gradients_and_the_batch_output() {
         let device = Device::flex().autodiff();
-        let model = LearnerSimpleNn::new(SimpleNnConfig::new().init_seeded(&device, 1));
+        let model = LearnerMlp::new(MlpConfig::new().init_seeded(&device, 1));
         let output = TrainStep::step(&model, batch(&device));
         assert_eq!(output.item.output.dims(), [3, 10]);
         assert_eq!(output.item.targets.dims(), [3]);
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn a_network_made_on_a_plain_device_is_trainable() {
         let device = Device::flex();
-        let model = LearnerSimpleNn::new(SimpleNnConfig::new().init_seeded(&device, 1));
+        let model = LearnerMlp::new(MlpConfig::new().init_seeded(&device, 1));
         assert_eq!(model.devices(), [device.autodiff()]);
         let output = TrainStep::step(&model, batch(&Device::flex().autodiff()));
         let gradients = output.grads;
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn the_inference_step_gives_the_networks_logits() {
         let device = Device::flex();
-        let model = LearnerSimpleNn::from(SimpleNnConfig::new().init_seeded(&device, 1));
+        let model = LearnerMlp::from(MlpConfig::new().init_seeded(&device, 1));
         let output = InferenceStep::step(&model, batch(&device));
         let logits = model
             .network()

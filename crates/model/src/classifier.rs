@@ -5,13 +5,13 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::{ConvNet, ConvNetConfig, ModelError, SimpleNn, SimpleNnConfig, WeightFormat};
+use crate::{ConvNet, ConvNetConfig, Mlp, MlpConfig, ModelError, WeightFormat};
 
 /// The architectures a [`Classifier`] can be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelKind {
-    /// The multilayer perceptron, [`SimpleNn`] (`mlp`).
+    /// The MLP, [`Mlp`] (`mlp`).
     Mlp,
     /// The convolutional network, [`ConvNet`] (`cnn`).
     Cnn,
@@ -63,8 +63,8 @@ impl FromStr for ModelKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ClassifierConfig {
-    /// A [`SimpleNn`].
-    Mlp(SimpleNnConfig),
+    /// A [`Mlp`].
+    Mlp(MlpConfig),
     /// A [`ConvNet`].
     Cnn(ConvNetConfig),
 }
@@ -73,7 +73,7 @@ impl ClassifierConfig {
     /// The default configuration of `kind` (both fit MNIST: 784 values, 10 classes).
     pub fn default_for(kind: ModelKind) -> ClassifierConfig {
         match kind {
-            ModelKind::Mlp => ClassifierConfig::Mlp(SimpleNnConfig::new()),
+            ModelKind::Mlp => ClassifierConfig::Mlp(MlpConfig::new()),
             ModelKind::Cnn => ClassifierConfig::Cnn(ConvNetConfig::new()),
         }
     }
@@ -102,7 +102,7 @@ impl ClassifierConfig {
         }
     }
 
-    /// Checks the configuration: [`SimpleNnConfig::validate`] or [`ConvNetConfig::validate`].
+    /// Checks the configuration: [`MlpConfig::validate`] or [`ConvNetConfig::validate`].
     ///
     /// # Errors
     ///
@@ -115,7 +115,7 @@ impl ClassifierConfig {
     }
 
     /// Creates the model on `device`, initialized by the backend's generator
-    /// ([`SimpleNnConfig::init`], [`ConvNetConfig::init`]).
+    /// ([`MlpConfig::init`], [`ConvNetConfig::init`]).
     ///
     /// # Errors
     ///
@@ -129,7 +129,7 @@ impl ClassifierConfig {
     }
 
     /// Creates the model on `device` with weights drawn from `seed` alone
-    /// ([`SimpleNnConfig::init_seeded`], [`ConvNetConfig::init_seeded`]): the same values on
+    /// ([`MlpConfig::init_seeded`], [`ConvNetConfig::init_seeded`]): the same values on
     /// every backend.
     ///
     /// # Errors
@@ -144,8 +144,8 @@ impl ClassifierConfig {
     }
 }
 
-impl From<SimpleNnConfig> for ClassifierConfig {
-    fn from(config: SimpleNnConfig) -> ClassifierConfig {
+impl From<MlpConfig> for ClassifierConfig {
+    fn from(config: MlpConfig) -> ClassifierConfig {
         ClassifierConfig::Mlp(config)
     }
 }
@@ -159,13 +159,13 @@ impl From<ConvNetConfig> for ClassifierConfig {
 /// One model type for the trainer, whatever the architecture: every method forwards to the
 /// model inside.
 ///
-/// The weight bytes are the inner model's own ([`SimpleNn::to_weight_bytes`],
-/// [`ConvNet::to_weight_bytes`]), with no variant name in the tensors' paths: a `SimpleNn`
+/// The weight bytes are the inner model's own ([`Mlp::to_weight_bytes`],
+/// [`ConvNet::to_weight_bytes`]), with no variant name in the tensors' paths: a `Mlp`
 /// checkpoint loads into a `Classifier::Mlp` and back.
 #[derive(Module, Debug)]
 pub enum Classifier {
-    /// A multilayer perceptron.
-    Mlp(SimpleNn),
+    /// An MLP.
+    Mlp(Mlp),
     /// A convolutional network.
     Cnn(ConvNet),
 }
@@ -180,7 +180,7 @@ impl Classifier {
     }
 
     /// Logits of shape `[batch, classes]` for flat inputs of shape `[batch, input_size]`
-    /// ([`SimpleNn::forward`], [`ConvNet::forward`]).
+    /// ([`Mlp::forward`], [`ConvNet::forward`]).
     ///
     /// # Panics
     ///
@@ -232,8 +232,8 @@ impl Classifier {
     }
 }
 
-impl From<SimpleNn> for Classifier {
-    fn from(model: SimpleNn) -> Classifier {
+impl From<Mlp> for Classifier {
+    fn from(model: Mlp) -> Classifier {
         Classifier::Mlp(model)
     }
 }
@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn the_config_describes_its_model() {
         let mlp = ClassifierConfig::default_for(ModelKind::Mlp);
-        assert_eq!(mlp, ClassifierConfig::from(SimpleNnConfig::new()));
+        assert_eq!(mlp, ClassifierConfig::from(MlpConfig::new()));
         assert_eq!(
             (mlp.kind(), mlp.input_size(), mlp.number_of_classes()),
             (ModelKind::Mlp, 784, 10)
@@ -304,7 +304,7 @@ mod tests {
     #[test]
     fn invalid_configs_are_refused_before_anything_is_made() {
         let device = cpu_device();
-        let mlp = ClassifierConfig::Mlp(SimpleNnConfig::new().with_input_size(0));
+        let mlp = ClassifierConfig::Mlp(MlpConfig::new().with_input_size(0));
         assert!(matches!(
             mlp.init(&device),
             Err(ModelError::ZeroSize {
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn a_classifier_holds_the_same_weights_as_its_model() {
         let device = cpu_device();
-        let model = SimpleNnConfig::new().init_seeded(&device, 9);
+        let model = MlpConfig::new().init_seeded(&device, 9);
         let bytes = model.to_weight_bytes(WeightFormat::Burnpack).unwrap();
         let classifier = Classifier::from(model);
         assert_eq!(

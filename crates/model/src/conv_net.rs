@@ -167,7 +167,7 @@ impl ConvNetConfig {
     }
 
     /// Creates the network on `device` with weights drawn from `seed` alone, as
-    /// [`SimpleNnConfig::init_seeded`](crate::SimpleNnConfig::init_seeded) draws them: SplitMix64,
+    /// [`MlpConfig::init_seeded`](crate::MlpConfig::init_seeded) draws them: SplitMix64,
     /// uniform in ±1/√fan_in (a convolution's fan-in is `input channels × 3 × 3`), each layer's
     /// weight then bias in order from the first block to the output. The same values on every
     /// backend and in every run, whatever else uses the backend's own random generator.
@@ -310,7 +310,7 @@ impl ConvNet {
 
     /// This network with its weights replaced by those in `bytes`. Every parameter must be
     /// present with the right shape; anything missing or extra (another configuration's
-    /// weights, or a [`SimpleNn`](crate::SimpleNn)'s) is an error.
+    /// weights, or a [`Mlp`](crate::Mlp)'s) is an error.
     pub fn load_weight_bytes(
         self,
         bytes: &[u8],

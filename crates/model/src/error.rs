@@ -67,7 +67,7 @@ pub enum ModelError {
         quantity: &'static str,
     },
     /// A batch whose pixels and labels do not make whole images, one label each, given to
-    /// [`FusedSgdPerceptron::step`](crate::FusedSgdPerceptron::step).
+    /// [`FusedSgdMlp::step`](crate::FusedSgdMlp::step).
     #[error(
         "{pixel_values} pixel values and {labels} labels are not a batch of images of \
          {input_size} values with one label each (at least one image)"
@@ -92,7 +92,7 @@ pub enum ModelError {
     },
     /// A model whose layer sizes are not those of the host parameters written into it.
     #[error(
-        "a perceptron of sizes {given:?} (input, hidden, classes) cannot take the parameters \
+        "an MLP of sizes {given:?} (input, hidden, classes) cannot take the parameters \
          of one of sizes {expected:?}"
     )]
     LayerSizes {

@@ -1,11 +1,11 @@
 //! `reclaim-model`: the image classifiers Reclaim trains, one type each for every Burn backend.
 //!
-//! - [`SimpleNn`]: the classic MNIST multilayer perceptron, 784 → 128 → ReLU → 10 by default,
-//!   sized by [`SimpleNnConfig`].
+//! - [`Mlp`]: the classic MNIST multilayer perceptron (MLP), 784 → 128 → ReLU → 10 by default,
+//!   sized by [`MlpConfig`].
 //! - [`ConvNet`]: a small convolutional network, two or three blocks of 3×3 convolution →
 //!   ReLU → 2×2 max pooling, then a hidden layer and the logits; sized by [`ConvNetConfig`]
 //!   for 1×28×28 (MNIST, the default) or 3×32×32 (CIFAR) images. It takes the same flat
-//!   `[batch, channels × height × width]` batches as the perceptron and reshapes them itself.
+//!   `[batch, channels × height × width]` batches as the MLP and reshapes them itself.
 //! - [`Classifier`] and [`ClassifierConfig`]: either architecture behind one type, for the
 //!   trainer; [`ModelKind`] names the architecture (`mlp`, `cnn`).
 //! - Every model has `forward`, `loss` (cross-entropy), `correct_predictions`, `init` and
@@ -13,10 +13,10 @@
 //!   backend), and `to_weight_bytes` / `load_weight_bytes`: weights in Burn's burnpack or
 //!   SafeTensors format ([`WeightFormat`]), as bytes. This crate knows nothing of files: the
 //!   caller decides where the bytes go (the `reclaim-train` crate writes them atomically).
-//! - [`FusedSgdPerceptron`]: a perceptron's parameters on the host, trained by a fused step
+//! - [`FusedSgdMlp`]: an MLP's parameters on the host, trained by a fused step
 //!   (forward, cross-entropy, backward and plain SGD from the non-zero pixels, in buffers reused
-//!   from step to step), then written back into the [`SimpleNn`]: on the CPU backends, the
-//!   fastest training step measured for the MNIST perceptron up to batches of 768
+//!   from step to step), then written back into the [`Mlp`]: on the CPU backends, the
+//!   fastest training step measured for the MNIST MLP up to batches of 768
 //!   (docs/benchmarks.md).
 //! - [`ModelError`]: the one error type of the crate; an invalid configuration is one of its
 //!   variants, never a panic.
@@ -26,16 +26,16 @@
 //!
 //! ```
 //! use burn::tensor::{Device, Tensor};
-//! use reclaim_model::{SimpleNnConfig, WeightFormat};
+//! use reclaim_model::{MlpConfig, WeightFormat};
 //!
 //! # #[allow(deprecated)]
 //! let device = Device::ndarray();
-//! let model = SimpleNnConfig::new().init(&device);
+//! let model = MlpConfig::new().init(&device);
 //! let logits = model.forward(Tensor::<2>::zeros([4, 784], &device));
 //! assert_eq!(logits.dims(), [4, 10]);
 //!
 //! let bytes = model.to_weight_bytes(WeightFormat::Burnpack)?;
-//! let restored = SimpleNnConfig::new()
+//! let restored = MlpConfig::new()
 //!     .init(&device)
 //!     .load_weight_bytes(&bytes, WeightFormat::Burnpack)?;
 //! assert_eq!(restored.to_weight_bytes(WeightFormat::Burnpack)?, bytes);
@@ -62,7 +62,7 @@
 //! let logits = model.forward(Tensor::<2>::zeros([4, 3072], &device));
 //! assert_eq!(logits.dims(), [4, 10]);
 //!
-//! // A perceptron's weights do not fit the network.
+//! // An MLP's weights do not fit the network.
 //! let mlp = ClassifierConfig::default_for(ModelKind::Mlp).init(&device)?;
 //! let bytes = mlp.to_weight_bytes(WeightFormat::Safetensors)?;
 //! let refused = model.load_weight_bytes(&bytes, WeightFormat::Safetensors);
@@ -78,15 +78,15 @@ mod classifier;
 mod conv_net;
 mod error;
 mod fused_step;
+mod mlp;
 mod seeded;
-mod simple_nn;
 mod weights;
 
 pub use classifier::{Classifier, ClassifierConfig, ModelKind};
 pub use conv_net::{ConvNet, ConvNetConfig};
 pub use error::ModelError;
-pub use fused_step::FusedSgdPerceptron;
-pub use simple_nn::{SimpleNn, SimpleNnConfig};
+pub use fused_step::FusedSgdMlp;
+pub use mlp::{Mlp, MlpConfig};
 pub use weights::WeightFormat;
 
 /// The README's examples, run as doctests.

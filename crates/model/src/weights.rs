@@ -10,7 +10,7 @@ use burn::tensor::{Bytes, Int, Tensor};
 
 use crate::ModelError;
 
-/// How weights are serialized by [`SimpleNn::to_weight_bytes`](crate::SimpleNn::to_weight_bytes),
+/// How weights are serialized by [`Mlp::to_weight_bytes`](crate::Mlp::to_weight_bytes),
 /// [`ConvNet::to_weight_bytes`](crate::ConvNet::to_weight_bytes) and
 /// [`Classifier::to_weight_bytes`](crate::Classifier::to_weight_bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

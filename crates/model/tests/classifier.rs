@@ -4,8 +4,7 @@
 use burn::optim::{GradientsParams, SgdConfig};
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use reclaim_model::{
-    Classifier, ClassifierConfig, ConvNetConfig, ModelError, ModelKind, SimpleNnConfig,
-    WeightFormat,
+    Classifier, ClassifierConfig, ConvNetConfig, MlpConfig, ModelError, ModelKind, WeightFormat,
 };
 
 #[allow(deprecated)]
@@ -27,7 +26,7 @@ fn mnist_and_cifar_shapes_through_the_classifier() {
     for (config, input_size) in [
         (ClassifierConfig::Cnn(ConvNetConfig::new()), 784),
         (ClassifierConfig::Cnn(cifar(vec![32, 64])), 3072),
-        (ClassifierConfig::Mlp(SimpleNnConfig::new()), 784),
+        (ClassifierConfig::Mlp(MlpConfig::new()), 784),
     ] {
         assert_eq!(config.input_size(), input_size);
         let model = config.init(&device).unwrap();
@@ -103,7 +102,7 @@ fn safetensors_round_trip_restores_the_network() {
 #[test]
 fn weights_of_the_other_architecture_or_size_are_refused() {
     let device = ndarray();
-    let mlp = ClassifierConfig::Mlp(SimpleNnConfig::new())
+    let mlp = ClassifierConfig::Mlp(MlpConfig::new())
         .init(&device)
         .unwrap();
     let cnn_config = ClassifierConfig::Cnn(ConvNetConfig::new().with_filters(vec![4, 8]));
@@ -124,7 +123,7 @@ fn weights_of_the_other_architecture_or_size_are_refused() {
             .unwrap()
             .to_weight_bytes(format)
             .unwrap();
-        let error = ClassifierConfig::Mlp(SimpleNnConfig::new())
+        let error = ClassifierConfig::Mlp(MlpConfig::new())
             .init(&device)
             .unwrap()
             .load_weight_bytes(&cnn_bytes, format)
@@ -144,9 +143,9 @@ fn weights_of_the_other_architecture_or_size_are_refused() {
 #[test]
 fn simple_nn_checkpoints_load_into_a_classifier() {
     let device = ndarray();
-    let model = SimpleNnConfig::new().init_seeded(&device, 11);
+    let model = MlpConfig::new().init_seeded(&device, 11);
     let bytes = model.to_weight_bytes(WeightFormat::Burnpack).unwrap();
-    let classifier = Classifier::from(SimpleNnConfig::new().init(&device))
+    let classifier = Classifier::from(MlpConfig::new().init(&device))
         .load_weight_bytes(&bytes, WeightFormat::Burnpack)
         .unwrap();
     let input = Tensor::<2>::ones([1, 784], &device);

@@ -153,7 +153,9 @@ impl JsonLinesWriter {
 /// A last line without its newline that does not parse is an unfinished write (the process was
 /// killed while appending it) and is left out; any other line that does not parse is
 /// [`RecordsError::Record`].
-pub fn read_json_lines<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<Vec<T>, RecordsError> {
+pub fn read_json_lines<T: DeserializeOwned>(
+    path: impl AsRef<Path>,
+) -> Result<Vec<T>, RecordsError> {
     let path = path.as_ref();
     let text = std::fs::read(path).map_err(|error| RecordsError::io(path, error))?;
     let unfinished_start = text

@@ -95,7 +95,6 @@ impl fmt::Display for PhaseSeconds {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

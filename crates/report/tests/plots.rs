@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use reclaim_memory::MemorySnapshot;
-use reclaim_report::{Bar, BarChart, PlotPaths, ReportError, draw_bar_charts, draw_run_plots};
 use reclaim_records::{EpochMetrics, JsonLinesWriter, RunFile, StepMetrics, TimelineSample};
+use reclaim_report::{Bar, BarChart, PlotPaths, ReportError, draw_bar_charts, draw_run_plots};
 
 const MIB: u64 = 1024 * 1024;
 /// The colours of the series (see `draw::colors`), as the SVG writes them.

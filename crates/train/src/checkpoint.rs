@@ -10,8 +10,8 @@ use reclaim_loader::LoaderState;
 use reclaim_model::{Classifier, WeightFormat};
 use serde::{Deserialize, Serialize};
 
-use reclaim_records::write_file_atomically;
 use crate::{EpochMetrics, RunIdentity, TrainError};
+use reclaim_records::write_file_atomically;
 
 pub(crate) const CHECKPOINTS_FOLDER: &str = "checkpoints";
 
@@ -281,7 +281,7 @@ mod tests {
             r#"{"epochs_completed": 1, "steps_completed": 5,
                 "loader_state": {"seed": 42, "epoch": 1, "position": 0},
                 "epoch_metrics": [],
-                "run_identity": "model=SimpleNnConfig batch_size=64 lr=0.01"}"#,
+                "run_identity": "model=MlpConfig batch_size=64 lr=0.01"}"#,
         )
         .unwrap();
         let error = read_checkpoint_state(&checkpoint).unwrap_err();

@@ -54,6 +54,7 @@ pub use checkpoint::{
 };
 pub use data::{DataFingerprint, TrainingData};
 pub use error::TrainError;
+pub use identity::{IdentityDifference, RunIdentity};
 /// Bar or nothing on the terminal while training ([`TrainConfig::progress`]); defined in
 /// reclaim-dataset, where downloads use it too.
 pub use reclaim_dataset::ProgressDisplay;
@@ -64,13 +65,12 @@ pub use reclaim_memory::{
 /// The run folder's records, defined in reclaim-records (which `reclaim-report` reads without
 /// Burn) and re-exported here for the trainer's callers.
 pub use reclaim_records::{
-    EpochMetrics, JsonLinesWriter, PhaseSeconds, ReleaseReport, ReleaseStage, ReleaseStep,
-    RunFile, StepMetrics, TimelineSample, read_json_lines,
+    EpochMetrics, JsonLinesWriter, PhaseSeconds, ReleaseReport, ReleaseStage, ReleaseStep, RunFile,
+    StepMetrics, TimelineSample, read_json_lines,
 };
 pub use run_folder::{RunFolderLock, RunFolderOwner};
 pub use storage::DatasetStorage;
 pub use timeline::MemoryTimeline;
-pub use identity::{IdentityDifference, RunIdentity};
 pub use trainer::{
     CancellationFlag, Evaluation, LARGEST_FUSED_STEP_BATCH_ON_FLEX, MAX_EPOCHS, PixelScaling,
     StartPolicy, StepKernel, StepKernelObstacle, TrainConfig, TrainRun, evaluate_weights,

@@ -20,7 +20,7 @@ fn weights(run: &reclaim_train::TrainRun) -> Vec<f32> {
     let burnpack = std::fs::read(&run.final_weights_path).unwrap();
     #[allow(deprecated)]
     let device = burn::tensor::Device::ndarray();
-    let model = reclaim_model::SimpleNnConfig::new()
+    let model = reclaim_model::MlpConfig::new()
         .init(&device)
         .load_weight_bytes(&burnpack, WeightFormat::Burnpack)
         .unwrap();
@@ -93,11 +93,7 @@ fn every_step_kernel_trains_the_same_model() {
         run("ndarray-dense", BackendChoice::Ndarray, StepKernel::Dense),
     ];
     let taken: Vec<StepKernel> = others.iter().map(|run| run.step_kernel).collect();
-    let expected = [
-        StepKernel::Fused,
-        StepKernel::Fused,
-        StepKernel::Dense,
-    ];
+    let expected = [StepKernel::Fused, StepKernel::Fused, StepKernel::Dense];
     assert_eq!(taken, expected);
     let dense_loss = dense.epochs[0].train_loss;
     let dense_weights = weights(&dense);

@@ -12,7 +12,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use burn_dataset::vision::{MnistDataset, MnistItem};
 use reclaim::learner::burn_train::{ClassificationOutput, InferenceStep, TrainOutput, TrainStep};
-use reclaim::model::SimpleNn;
+use reclaim::model::Mlp;
 
 use crate::{JobFigures, Recipe, fit, initial_network, learner};
 
@@ -117,7 +117,7 @@ impl Batcher<MnistItem, MnistBatch> for MnistBatcher {
 /// as the example's model does in its forward pass).
 #[derive(Module, Debug)]
 pub struct BurnBatchMlp {
-    network: SimpleNn,
+    network: Mlp,
 }
 
 impl BurnBatchMlp {

@@ -1,7 +1,7 @@
 //! One burn-train `Learner` job on MNIST, fed either by Burn's own pipeline (`MnistDataset` +
 //! `DataLoaderBuilder` + a `Batcher`, as in Burn's MNIST example) or by Reclaim's loader; the
 //! rest is identical: a warm-up epoch on 128 generated images through the same code before the
-//! memory baseline, the same MLP (`SimpleNn`, seed 42), SGD with lr 0.01, batch 64, shuffled
+//! memory baseline, the same MLP (`Mlp`, seed 42), SGD with lr 0.01, batch 64, shuffled
 //! training, validation on the test split after each epoch, burn-train's accuracy and loss
 //! metrics, the same renderer. It prints one JSON object: times, peak memory, memory after
 //! everything is dropped, accuracy. `../learner.sh` runs both pipelines in turn and tabulates.
@@ -35,7 +35,7 @@ use reclaim::learner::burn_train::{
 };
 use reclaim::learner::{SplitLinesRenderer, epoch_means, trained_model};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
-use reclaim::model::{SimpleNn, SimpleNnConfig};
+use reclaim::model::{Mlp, MlpConfig};
 use serde_json::json;
 
 use crate::clock::{EpochClock, EpochSummary};
@@ -221,10 +221,10 @@ fn new_run_folder(folder: &Path) -> anyhow::Result<()> {
 }
 
 /// The MLP both jobs start from, made trainable on the autodiff counterpart of `device`
-/// (as `LearnerSimpleNn::new` does).
-fn initial_network(device: &Device) -> SimpleNn {
-    let network = SimpleNnConfig::new().init_seeded(device, 42);
-    reclaim::learner::LearnerSimpleNn::new(network).into_network()
+/// (as `LearnerMlp::new` does).
+fn initial_network(device: &Device) -> Mlp {
+    let network = MlpConfig::new().init_seeded(device, 42);
+    reclaim::learner::LearnerMlp::new(network).into_network()
 }
 
 /// `launch`es `learner` on the two loaders with the recipe's epochs, burn-train's accuracy and

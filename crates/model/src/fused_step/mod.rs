@@ -1,11 +1,11 @@
-//! The perceptron's whole training step on the host, fused: forward, cross-entropy, backward and
+//! The MLP's whole training step on the host, fused: forward, cross-entropy, backward and
 //! plain SGD in one pass over buffers that are reused from step to step.
 //!
 //! Burn's step on a CPU backend builds an autodiff graph, allocates every intermediate tensor
-//! (594 heap allocations a batch-64 step of the MNIST perceptron on Flex, counted by
+//! (594 heap allocations a batch-64 step of the MNIST MLP on Flex, counted by
 //! `benches/train_step.rs`), writes each
 //! gradient out in full and reads it again to update the weights, and multiplies every pixel,
-//! though about 81% of MNIST's are 0. [`FusedSgdPerceptron`] keeps a [`SimpleNn`]'s four
+//! though about 81% of MNIST's are 0. [`FusedSgdMlp`] keeps a [`Mlp`]'s four
 //! parameters on the host and steps them itself, allocating nothing once its buffers have
 //! grown to the batch:
 //!
@@ -24,10 +24,10 @@
 //! binaries are built for any x86-64). docs/benchmarks.md times the step against Burn's
 //! (`benches/train_step.rs`).
 //!
-//! It computes what Burn's step computes (`SimpleNn::loss`'s cross-entropy, then SGD without
+//! It computes what Burn's step computes (`Mlp::loss`'s cross-entropy, then SGD without
 //! momentum or weight decay, Burn's `SgdConfig::new()`): the same sums in another order, so the
 //! results agree to rounding (the tests compare both roads, step by step). It is the road of
-//! `reclaim train` where it applies (reclaim-train's `StepKernel`): a perceptron on a CPU
+//! `reclaim train` where it applies (reclaim-train's `StepKernel`): an MLP on a CPU
 //! backend, pixels mostly 0, plain SGD, and on Flex a batch small enough that Burn's threaded
 //! product has not caught up (reclaim-train's `LARGEST_HOST_STEP_BATCH_ON_FLEX`).
 
@@ -40,24 +40,24 @@ mod kernels;
 use gather::{SparseRows, TransposedGather};
 use kernels::{Instructions, Panels, sgd};
 
-use crate::{ModelError, SimpleNn};
+use crate::{Mlp, ModelError};
 
 /// Values summed at once in a dot product: eight independent sums, so that the adds need not
 /// wait for one another (a single running sum would be one long chain of dependent adds).
 const DOT_LANES: usize = 8;
 
-/// A [`SimpleNn`]'s parameters on the host, trained in place by plain SGD, one fused step per
+/// A [`Mlp`]'s parameters on the host, trained in place by plain SGD, one fused step per
 /// batch ([`step`](Self::step)); [`write_into`](Self::write_into) puts them back into the
 /// model, for evaluation or a checkpoint.
 ///
 /// ```
 /// use burn::tensor::Device;
-/// use reclaim_model::{FusedSgdPerceptron, SimpleNnConfig};
+/// use reclaim_model::{FusedSgdMlp, MlpConfig};
 ///
 /// # #[allow(deprecated)]
 /// let device = Device::ndarray();
-/// let model = SimpleNnConfig::new().init_seeded(&device, 42);
-/// let mut host = FusedSgdPerceptron::from_model(&model)?;
+/// let model = MlpConfig::new().init_seeded(&device, 42);
+/// let mut host = FusedSgdMlp::from_model(&model)?;
 ///
 /// // Two images of 784 pixels, mostly 0, and their labels.
 /// let mut pixels = vec![0.0f32; 2 * 784];
@@ -72,7 +72,7 @@ const DOT_LANES: usize = 8;
 /// # Ok::<(), reclaim_model::ModelError>(())
 /// ```
 #[derive(Debug)]
-pub struct FusedSgdPerceptron {
+pub struct FusedSgdMlp {
     input_size: usize,
     hidden_size: usize,
     classes: usize,
@@ -115,19 +115,19 @@ struct StepScratch {
     hidden_bias_gradient: Vec<f32>,
 }
 
-impl FusedSgdPerceptron {
+impl FusedSgdMlp {
     /// The parameters of `model`, read back to the host (one copy of each).
     ///
     /// # Errors
     ///
-    /// [`ModelError::ZeroSize`] for a model with a layer of size 0 (one `SimpleNnConfig::init`
-    /// makes without [`validate`](crate::SimpleNnConfig::validate));
+    /// [`ModelError::ZeroSize`] for a model with a layer of size 0 (one `MlpConfig::init`
+    /// makes without [`validate`](crate::MlpConfig::validate));
     /// [`ModelError::TensorRead`] when a parameter cannot be read back, or a layer has no
-    /// bias (a `SimpleNn` always has one).
-    pub fn from_model(model: &SimpleNn) -> Result<Self, ModelError> {
+    /// bias (a `Mlp` always has one).
+    pub fn from_model(model: &Mlp) -> Result<Self, ModelError> {
         let [input_size, hidden_size] = model.hidden.weight.dims();
         let [_, classes] = model.output.weight.dims();
-        crate::SimpleNnConfig {
+        crate::MlpConfig {
             input_size,
             hidden_size,
             number_of_classes: classes,
@@ -135,7 +135,7 @@ impl FusedSgdPerceptron {
         .validate()?;
         let output_weight = host_vec(model.output.weight.val(), "the output layer's weight")?;
         let hidden_weight = host_vec(model.hidden.weight.val(), "the hidden layer's weight")?;
-        Ok(FusedSgdPerceptron {
+        Ok(FusedSgdMlp {
             input_size,
             hidden_size,
             classes,
@@ -162,8 +162,8 @@ impl FusedSgdPerceptron {
     ///
     /// # Errors
     ///
-    /// [`ModelError::LayerSizes`] when `model`'s layers are not this perceptron's sizes.
-    pub fn write_into(&self, mut model: SimpleNn) -> Result<SimpleNn, ModelError> {
+    /// [`ModelError::LayerSizes`] when `model`'s layers are not this MLP's sizes.
+    pub fn write_into(&self, mut model: Mlp) -> Result<Mlp, ModelError> {
         let [input_size, hidden_size] = model.hidden.weight.dims();
         let [_, classes] = model.output.weight.dims();
         let sizes = [self.input_size, self.hidden_size, self.classes];
@@ -505,7 +505,7 @@ fn bias_of(layer: &Linear, what: &'static str) -> Result<Vec<f32>, ModelError> {
 }
 
 /// `layer` with its weight and bias replaced by `weight` and `bias` (its shapes), on the same
-/// device, under the same ids, untracked by autodiff ([`FusedSgdPerceptron::write_into`]).
+/// device, under the same ids, untracked by autodiff ([`FusedSgdMlp::write_into`]).
 fn replaced(mut layer: Linear, weight: &[f32], bias: &[f32]) -> Linear {
     layer.weight = layer.weight.map(|old| with_values_of(old, weight));
     layer.bias = layer
@@ -527,7 +527,7 @@ mod tests {
     use burn::tensor::{Device, Int};
 
     use super::*;
-    use crate::SimpleNnConfig;
+    use crate::MlpConfig;
 
     #[allow(deprecated)]
     fn cpu_device() -> Device {
@@ -561,7 +561,7 @@ mod tests {
     }
 
     /// Every parameter of `model`, in one vector per parameter (weights, then biases).
-    fn parameters(model: &SimpleNn) -> Vec<Vec<f32>> {
+    fn parameters(model: &Mlp) -> Vec<Vec<f32>> {
         let hidden_bias = model.hidden.bias.as_ref().unwrap();
         let output_bias = model.output.bias.as_ref().unwrap();
         vec![
@@ -584,15 +584,15 @@ mod tests {
         }
     }
 
-    /// Burn's own step on `model`: forward, `SimpleNn::loss`, backward, `SgdConfig::new()`.
+    /// Burn's own step on `model`: forward, `Mlp::loss`, backward, `SgdConfig::new()`.
     fn burn_step(
-        model: SimpleNn,
+        model: Mlp,
         optimizer: &mut ModuleOptimizer,
         pixels: &[f32],
         labels: &[i64],
         input_size: usize,
         learning_rate: f64,
-    ) -> (SimpleNn, f32) {
+    ) -> (Mlp, f32) {
         let device = model.devices()[0].clone();
         let rows = labels.len();
         let images = Tensor::<2>::from_data(
@@ -614,12 +614,12 @@ mod tests {
         let sizes = [(784, 128, 10, 64), (50, 100, 3, 7)];
         for device in [cpu_device().autodiff(), Device::flex().autodiff()] {
             for (input_size, hidden_size, classes, batch) in sizes {
-                let config = SimpleNnConfig::new()
+                let config = MlpConfig::new()
                     .with_input_size(input_size)
                     .with_hidden_size(hidden_size)
                     .with_number_of_classes(classes);
                 let mut burn_model = config.init_seeded(&device, 11);
-                let mut host = FusedSgdPerceptron::from_model(&burn_model).unwrap();
+                let mut host = FusedSgdMlp::from_model(&burn_model).unwrap();
                 let mut optimizer = SgdConfig::new().init();
                 for step in 0..20 {
                     let pixels = images(batch, input_size, 0.8, step);
@@ -649,8 +649,8 @@ mod tests {
     #[test]
     fn a_step_on_inputs_without_zeros_follows_burns_step() {
         let device = cpu_device().autodiff();
-        let model = SimpleNnConfig::new().init_seeded(&device, 3);
-        let mut host = FusedSgdPerceptron::from_model(&model).unwrap();
+        let model = MlpConfig::new().init_seeded(&device, 3);
+        let mut host = FusedSgdMlp::from_model(&model).unwrap();
         let pixels = images(16, 784, 0.0, 9);
         assert!(pixels.iter().all(|&value| value != 0.0));
         let labels = labels(16, 10, 1);
@@ -671,10 +671,10 @@ mod tests {
             cpu_device().autodiff(),
             Device::flex().autodiff(),
         ] {
-            let model = SimpleNnConfig::new().init_seeded(&device, 8);
+            let model = MlpConfig::new().init_seeded(&device, 8);
             let ids = (model.hidden.weight.id, model.output.weight.id);
             let before = parameters(&model);
-            let host = FusedSgdPerceptron::from_model(&model).unwrap();
+            let host = FusedSgdMlp::from_model(&model).unwrap();
             let written = host.write_into(model).unwrap();
             assert_eq!(before, parameters(&written));
             assert_eq!(ids, (written.hidden.weight.id, written.output.weight.id));
@@ -694,8 +694,8 @@ mod tests {
     #[test]
     fn batches_that_do_not_fit_are_errors_and_leave_the_parameters_as_they_were() {
         let device = cpu_device();
-        let model = SimpleNnConfig::new().init_seeded(&device, 2);
-        let mut host = FusedSgdPerceptron::from_model(&model).unwrap();
+        let model = MlpConfig::new().init_seeded(&device, 2);
+        let mut host = FusedSgdMlp::from_model(&model).unwrap();
         let pixels = images(2, 784, 0.8, 1);
         let cases: [(&[f32], &[i64], f32, ModelError); 6] = [
             (
@@ -762,10 +762,8 @@ mod tests {
         let untouched = host.write_into(model.clone()).unwrap();
         assert_eq!(parameters(&untouched), parameters(&model));
 
-        let empty = SimpleNnConfig::new()
-            .with_number_of_classes(0)
-            .init(&device);
-        let error = FusedSgdPerceptron::from_model(&empty).unwrap_err();
+        let empty = MlpConfig::new().with_number_of_classes(0).init(&device);
+        let error = FusedSgdMlp::from_model(&empty).unwrap_err();
         assert!(
             matches!(
                 error,
@@ -776,7 +774,7 @@ mod tests {
             "{error}"
         );
 
-        let other = SimpleNnConfig::new().with_hidden_size(64).init(&device);
+        let other = MlpConfig::new().with_hidden_size(64).init(&device);
         let error = host.write_into(other).unwrap_err();
         assert!(
             matches!(

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Asks a running [`train`](crate::train) to stop: set it (from a signal handler, another
 /// thread) and the run finishes its current step, writes a checkpoint, flushes its files and
-/// returns [`TrainError::Interrupted`]. Clones share the flag.
+/// returns [`TrainError::Interrupted`](crate::TrainError::Interrupted). Clones share the flag.
 #[derive(Clone, Debug, Default)]
 pub struct CancellationFlag(Arc<AtomicBool>);
 

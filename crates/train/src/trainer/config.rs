@@ -11,7 +11,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{ModuleOptimizer, SgdConfig};
 use reclaim_dataset::{DatasetName, ProgressDisplay};
 use reclaim_loader::{Augmentation, LoaderConfig, Order, PixelFormat, Sampling};
-use reclaim_model::{ClassifierConfig, SimpleNnConfig};
+use reclaim_model::{ClassifierConfig, MlpConfig};
 use serde::{Deserialize, Serialize};
 
 use super::cancellation::CancellationFlag;
@@ -32,7 +32,7 @@ pub enum StartPolicy {
     /// first checkpoint (put back if the new run fails before).
     Overwrite,
     /// Continue from the newest checkpoint in the run folder, which must have been written by
-    /// a run of the same [`RunIdentity`]. `config.json` stays as the first run wrote it.
+    /// a run of the same [`RunIdentity`](crate::RunIdentity). `config.json` stays as the first run wrote it.
     ResumeLatestCheckpoint,
 }
 
@@ -108,7 +108,7 @@ impl TrainConfig {
             dataset: DatasetName::Mnist,
             data_folder,
             run_folder,
-            model: ClassifierConfig::Mlp(SimpleNnConfig::new()),
+            model: ClassifierConfig::Mlp(MlpConfig::new()),
             augmentation: Augmentation::NONE,
             epochs: 2,
             batch_size: 64,
@@ -407,5 +407,4 @@ mod tests {
         }
         assert!(config().validate().is_ok());
     }
-
 }

@@ -151,7 +151,7 @@ mod tests {
     use crate::DatasetStorage;
     use crate::test_support::write_tiny_dataset;
 
-    use reclaim_model::SimpleNnConfig;
+    use reclaim_model::MlpConfig;
     use std::path::Path;
 
     fn open(folder: &Path) -> TrainingData {
@@ -159,10 +159,10 @@ mod tests {
     }
 
     fn mlp(inputs: usize, number_of_classes: usize) -> ClassifierConfig {
-        ClassifierConfig::Mlp(SimpleNnConfig {
+        ClassifierConfig::Mlp(MlpConfig {
             input_size: inputs,
             number_of_classes,
-            ..SimpleNnConfig::new()
+            ..MlpConfig::new()
         })
     }
 

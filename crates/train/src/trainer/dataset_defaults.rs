@@ -3,7 +3,7 @@
 
 use reclaim_dataset::DatasetName;
 use reclaim_loader::{Augmentation, ChannelNormalization, Normalization, PixelFormat};
-use reclaim_model::{ClassifierConfig, ConvNetConfig, ModelKind, SimpleNnConfig};
+use reclaim_model::{ClassifierConfig, ConvNetConfig, MlpConfig, ModelKind};
 use serde::{Deserialize, Serialize};
 
 /// What pixels become before they reach the model.
@@ -63,7 +63,7 @@ pub fn model_for_dataset(dataset: DatasetName, kind: ModelKind) -> ClassifierCon
     let classes = dataset.number_of_classes();
     match kind {
         ModelKind::Mlp => ClassifierConfig::Mlp(
-            SimpleNnConfig::new()
+            MlpConfig::new()
                 .with_input_size(channels * height * width)
                 .with_number_of_classes(classes),
         ),

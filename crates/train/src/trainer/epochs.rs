@@ -15,10 +15,10 @@ use super::config::TrainConfig;
 use super::evaluation::evaluate_source;
 use super::measurement::RunMeasurement;
 use super::resume::{MetricsWriters, RunProgress, TrainingState};
-use super::steps::{StepLoss, TrainingSteps};
-use crate::checkpoint::{CheckpointState, PartialEpoch, save_checkpoint};
-use crate::PhaseSeconds;
 use super::seconds_since;
+use super::steps::{StepLoss, TrainingSteps};
+use crate::PhaseSeconds;
+use crate::checkpoint::{CheckpointState, PartialEpoch, save_checkpoint};
 use crate::run_folder::PreviousRun;
 use crate::{EpochMetrics, ReleaseStage, RunIdentity, StepMetrics, TrainError, TrainingData};
 

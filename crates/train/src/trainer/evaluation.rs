@@ -5,8 +5,8 @@ use reclaim_loader::{ImageSource, Loader, LoaderConfig, PixelFormat, Sampling, T
 use reclaim_model::{Classifier, ClassifierConfig, WeightFormat};
 use serde::{Deserialize, Serialize};
 
-use super::dataset_defaults::PixelScaling;
 use super::dataset_check::check_splits;
+use super::dataset_defaults::PixelScaling;
 use crate::{BackendChoice, TrainError, TrainingData};
 
 /// The number of test images per evaluation batch.

@@ -7,8 +7,8 @@ use std::path::Path;
 use burn::tensor::Device;
 
 use super::config::TrainConfig;
-use crate::{ReleaseReport, ReleaseStage};
 use crate::timeline::MemoryTimeline;
+use crate::{ReleaseReport, ReleaseStage};
 use crate::{RunFile, TrainError};
 use reclaim_memory::MemorySnapshot;
 

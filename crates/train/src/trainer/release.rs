@@ -7,8 +7,8 @@ use reclaim_model::WeightFormat;
 
 use super::measurement::RunMeasurement;
 use super::resume::TrainingState;
-use reclaim_records::write_file_atomically;
 use crate::{ReleaseStage, TrainError, TrainingData};
+use reclaim_records::write_file_atomically;
 
 /// Gives the run's memory back, recording each [`ReleaseStage`] after `Trained`:
 /// `del loader` (the training loader's scope has just ended), `del dataset` (both splits
@@ -51,7 +51,7 @@ pub(super) fn release_in_order(
 /// model's parameters, as soon as they are created on an autodiff device) and sweeps the nodes
 /// of dropped tensors only at the end of a backward pass. A run whose last backward came before
 /// its model was dropped, or whose steps run no backward at all (the fused step), would leave
-/// them behind: 3.78 KiB for the perceptron's four parameters in its release report, +0 B with
+/// them behind: 3.78 KiB for the MLP's four parameters in its release report, +0 B with
 /// the sweep. One backward pass on a
 /// one-value tensor of `device`'s autodiff form runs the sweep; the warm-up runs it before the
 /// baseline too, so that the release is compared like with like.

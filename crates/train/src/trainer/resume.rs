@@ -14,15 +14,15 @@ use reclaim_model::Classifier;
 
 use super::config::{StartPolicy, TrainConfig};
 use super::dataset_check::CheckedDataset;
+use super::seconds_since;
 use super::warm_up::warm_up;
 use crate::checkpoint::{
     CheckpointState, PartialEpoch, latest_checkpoint, load_checkpoint, read_checkpoint_state,
 };
-use reclaim_records::write_file_atomically;
-use reclaim_records::{JsonLinesWriter, RecordsError, read_json_lines};
-use super::seconds_since;
 use crate::run_folder::{PreviousRun, RunFolderLock, run_entries, settle_interrupted_overwrite};
 use crate::{EpochMetrics, RunFile, RunIdentity, StepMetrics, TrainError};
+use reclaim_records::write_file_atomically;
+use reclaim_records::{JsonLinesWriter, RecordsError, read_json_lines};
 
 /// What the preparation leaves for the measured part of the run. All of it exists before the
 /// baseline, and lives until the release has been measured.

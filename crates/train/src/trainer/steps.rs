@@ -1,5 +1,5 @@
 //! Which training step a run takes, and the step itself: the one place where the trainer
-//! chooses between the fused perceptron step and Burn's own.
+//! chooses between the fused MLP step and Burn's own.
 //!
 //! [`StepKernel::obstacle`] states, once, when the fused step applies; everything else (the
 //! command's `--step`, the summary, the docs) refers to it. The run and its warm-up both step
@@ -9,7 +9,7 @@ use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use reclaim_loader::{Batch, TensorBatch};
-use reclaim_model::{Classifier, ClassifierConfig, FusedSgdPerceptron};
+use reclaim_model::{Classifier, ClassifierConfig, FusedSgdMlp};
 use serde::{Deserialize, Serialize};
 
 use super::config::TrainConfig;
@@ -30,7 +30,7 @@ pub const LARGEST_FUSED_STEP_BATCH_ON_FLEX: usize = 768;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepKernel {
-    /// The perceptron's whole step on the host, fused ([`FusedSgdPerceptron`]): forward, loss,
+    /// The MLP's whole step on the host, fused ([`FusedSgdMlp`]): forward, loss,
     /// backward and SGD from the batch's non-zero pixels, in buffers reused from step to step,
     /// the parameters written back into Burn's model before each evaluation and checkpoint.
     /// The default, and taken only where [`StepKernel::obstacle`] finds none: there it is the
@@ -47,8 +47,8 @@ pub enum StepKernel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StepKernelObstacle {
-    /// The model is not the perceptron (the fused step is written for it alone).
-    NotAPerceptron,
+    /// The model is not the MLP (the fused step is written for it alone).
+    NotTheMlp,
     /// A backend the fused step does not run on (it runs on Flex and NdArray, the host).
     Backend(BackendChoice),
     /// CIFAR's photos, with no background of zeros to skip.
@@ -68,7 +68,7 @@ pub enum StepKernelObstacle {
 impl std::fmt::Display for StepKernelObstacle {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StepKernelObstacle::NotAPerceptron => write!(formatter, "the model is not the MLP"),
+            StepKernelObstacle::NotTheMlp => write!(formatter, "the model is not the MLP"),
             StepKernelObstacle::Backend(backend) => {
                 write!(formatter, "it does not run on {}", backend.name())
             }
@@ -103,7 +103,7 @@ impl StepKernel {
 
     /// Why this step does not apply to `config`'s settings (the first reason found), or `None`
     /// where it does. The one statement of the rule: Burn's step applies everywhere; the fused
-    /// step to the perceptron on a CPU backend (Flex or NdArray), on a dataset of the MNIST
+    /// step to the MLP on a CPU backend (Flex or NdArray), on a dataset of the MNIST
     /// family with pixels scaled to [0, 1] (about 81% of MNIST's are exactly 0), trained by
     /// plain SGD, and on Flex in batches of at most [`LARGEST_FUSED_STEP_BATCH_ON_FLEX`].
     pub fn obstacle(self, config: &TrainConfig) -> Option<StepKernelObstacle> {
@@ -125,7 +125,7 @@ impl StepKernel {
 /// [`StepKernel::obstacle`] for the fused step.
 fn fused_step_obstacle(config: &TrainConfig) -> Option<StepKernelObstacle> {
     if !matches!(config.model, ClassifierConfig::Mlp(_)) {
-        Some(StepKernelObstacle::NotAPerceptron)
+        Some(StepKernelObstacle::NotTheMlp)
     } else if !matches!(config.backend, BackendChoice::Flex | BackendChoice::Ndarray) {
         Some(StepKernelObstacle::Backend(config.backend))
     } else if config.dataset.cifar_variant().is_some() {
@@ -149,14 +149,14 @@ fn fused_step_obstacle(config: &TrainConfig) -> Option<StepKernelObstacle> {
 /// [`StepKernel::used_for`] gives: the run and its warm-up both step through here, so the
 /// warm-up exercises exactly the code the run measures.
 ///
-/// On the fused step the perceptron's parameters live on the host between steps
-/// ([`FusedSgdPerceptron`]); [`synced`](Self::synced) writes them back into the model, which
+/// On the fused step the MLP's parameters live on the host between steps
+/// ([`FusedSgdMlp`]); [`synced`](Self::synced) writes them back into the model, which
 /// every evaluation and checkpoint reads.
 pub(super) struct TrainingSteps {
     kernel: StepKernel,
-    /// The perceptron's parameters on the fused step, read from the model when the stretch
+    /// The MLP's parameters on the fused step, read from the model when the stretch
     /// began.
-    host: Option<FusedSgdPerceptron>,
+    host: Option<FusedSgdMlp>,
 }
 
 /// One step's loss: still on the device (Burn's step, read back a window at a time) or
@@ -172,7 +172,7 @@ impl TrainingSteps {
     pub(super) fn new(kernel: StepKernel, model: &Classifier) -> Result<Self, TrainError> {
         let host = match (kernel, model) {
             (StepKernel::Fused, Classifier::Mlp(network)) => {
-                Some(FusedSgdPerceptron::from_model(network)?)
+                Some(FusedSgdMlp::from_model(network)?)
             }
             _ => None,
         };
@@ -231,7 +231,6 @@ fn burn_step(
     let model = optimizer.step(learning_rate, model, gradients);
     Ok((model, loss.inner()))
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -365,7 +364,7 @@ mod tests {
             model: ClassifierConfig::default_for(ModelKind::Cnn),
             ..config()
         };
-        assert_eq!(obstacle(cnn), Some(StepKernelObstacle::NotAPerceptron));
+        assert_eq!(obstacle(cnn), Some(StepKernelObstacle::NotTheMlp));
         let cifar = TrainConfig {
             dataset: DatasetName::Cifar10,
             ..config()

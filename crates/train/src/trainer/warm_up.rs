@@ -9,9 +9,9 @@ use reclaim_model::Classifier;
 
 use super::config::TrainConfig;
 use super::dataset_check::CheckedDataset;
-use super::steps::{StepLoss, TrainingSteps};
 use super::evaluation::{EVALUATION_BATCH_SIZE, evaluate_source};
 use super::release::free_orphaned_autodiff_nodes;
+use super::steps::{StepLoss, TrainingSteps};
 use crate::{BackendChoice, TrainError};
 
 /// The batch sizes a run will see: full batches and the last, partial one of each split.

@@ -10,9 +10,9 @@ use crate::seeded::seeded_linear;
 use crate::weights::{count_correct, cross_entropy, load_weights, save_weights};
 use crate::{ModelError, WeightFormat};
 
-/// The layer sizes of a [`SimpleNn`]. The defaults are the classic MNIST recipe's.
+/// The layer sizes of a [`Mlp`]. The defaults are the classic MNIST recipe's.
 #[derive(Config, Debug, PartialEq, Eq)]
-pub struct SimpleNnConfig {
+pub struct MlpConfig {
     /// Values per input sample (28 × 28 pixels).
     #[config(default = 784)]
     pub input_size: usize,
@@ -24,11 +24,11 @@ pub struct SimpleNnConfig {
     pub number_of_classes: usize,
 }
 
-impl SimpleNnConfig {
+impl MlpConfig {
     /// Creates the model on `device`, with PyTorch's `nn.Linear` initialization
     /// (uniform in ±1/√fan_in for weights and biases).
-    pub fn init(&self, device: &Device) -> SimpleNn {
-        SimpleNn {
+    pub fn init(&self, device: &Device) -> Mlp {
+        Mlp {
             hidden: LinearConfig::new(self.input_size, self.hidden_size).init(device),
             activation: Relu::new(),
             output: LinearConfig::new(self.hidden_size, self.number_of_classes).init(device),
@@ -55,13 +55,13 @@ impl SimpleNnConfig {
     }
 }
 
-impl SimpleNnConfig {
+impl MlpConfig {
     /// Creates the model on `device` with weights drawn from `seed` alone (uniform in
     /// ±1/√fan_in, as PyTorch's `nn.Linear`): the same values on every backend and in every
     /// run, whatever else uses the backend's own random generator meanwhile.
-    pub fn init_seeded(&self, device: &Device, seed: u64) -> SimpleNn {
+    pub fn init_seeded(&self, device: &Device, seed: u64) -> Mlp {
         let mut random = SplitMix64::seed_from_u64(seed);
-        SimpleNn {
+        Mlp {
             hidden: seeded_linear(self.input_size, self.hidden_size, device, &mut random),
             activation: Relu::new(),
             output: seeded_linear(
@@ -74,17 +74,17 @@ impl SimpleNnConfig {
     }
 }
 
-/// A two-layer perceptron: `input → hidden → ReLU → logits`.
+/// A two-layer perceptron (MLP): `input → hidden → ReLU → logits`.
 ///
 /// One type for every backend: the [`Device`] it was created on decides where it runs.
 #[derive(Module, Debug)]
-pub struct SimpleNn {
+pub struct Mlp {
     pub(crate) hidden: Linear,
     activation: Relu,
     pub(crate) output: Linear,
 }
 
-impl SimpleNn {
+impl Mlp {
     /// Logits of shape `[batch, classes]` for inputs of shape `[batch, input_size]`.
     pub fn forward(&self, images: Tensor<2>) -> Tensor<2> {
         let hidden = self.activation.forward(self.hidden.forward(images));
@@ -109,11 +109,7 @@ impl SimpleNn {
 
     /// This model with its weights replaced by those in `bytes`. Every parameter must be
     /// present with the right shape; anything missing or extra is an error.
-    pub fn load_weight_bytes(
-        self,
-        bytes: &[u8],
-        format: WeightFormat,
-    ) -> Result<SimpleNn, ModelError> {
+    pub fn load_weight_bytes(self, bytes: &[u8], format: WeightFormat) -> Result<Mlp, ModelError> {
         load_weights(self, bytes, format)
     }
 }
@@ -130,9 +126,7 @@ mod tests {
     #[test]
     fn forward_gives_one_logit_per_class() {
         let device = cpu_device();
-        let model = SimpleNnConfig::new()
-            .with_number_of_classes(7)
-            .init(&device);
+        let model = MlpConfig::new().with_number_of_classes(7).init(&device);
         let logits = model.forward(Tensor::<2>::ones([3, 784], &device));
         assert_eq!(logits.dims(), [3, 7]);
     }
@@ -140,7 +134,7 @@ mod tests {
     #[test]
     fn correct_predictions_counts_argmax_matches() {
         let device = cpu_device();
-        let model = SimpleNnConfig::new().init(&device);
+        let model = MlpConfig::new().init(&device);
         let logits = Tensor::<2>::from_floats([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]], &device);
         let labels = Tensor::<1, Int>::from_ints([1, 1, 1], &device);
         let correct: i64 = model
@@ -152,7 +146,7 @@ mod tests {
     #[test]
     fn loss_of_confident_right_answers_is_smaller() {
         let device = cpu_device();
-        let model = SimpleNnConfig::new().init(&device);
+        let model = MlpConfig::new().init(&device);
         let labels = Tensor::<1, Int>::from_ints([0, 1], &device);
         let right = Tensor::<2>::from_floats([[5.0, -5.0], [-5.0, 5.0]], &device);
         let wrong = Tensor::<2>::from_floats([[-5.0, 5.0], [5.0, -5.0]], &device);
@@ -164,11 +158,11 @@ mod tests {
 
     fn round_trip(format: WeightFormat) {
         let device = cpu_device();
-        let model = SimpleNnConfig::new().init(&device);
+        let model = MlpConfig::new().init(&device);
         let input = Tensor::<2>::random([5, 784], burn::tensor::Distribution::Default, &device);
         let expected = model.forward(input.clone()).into_data();
         let bytes = model.to_weight_bytes(format).expect("save");
-        let other = SimpleNnConfig::new().init(&device);
+        let other = MlpConfig::new().init(&device);
         assert_ne!(other.forward(input.clone()).into_data(), expected);
         let restored = other.load_weight_bytes(&bytes, format).expect("load");
         assert_eq!(restored.forward(input).into_data(), expected);
@@ -187,9 +181,9 @@ mod tests {
     #[test]
     fn weights_of_another_shape_are_refused() {
         let device = cpu_device();
-        let wide = SimpleNnConfig::new().with_hidden_size(64).init(&device);
+        let wide = MlpConfig::new().with_hidden_size(64).init(&device);
         let bytes = wide.to_weight_bytes(WeightFormat::Safetensors).unwrap();
-        let error = SimpleNnConfig::new()
+        let error = MlpConfig::new()
             .init(&device)
             .load_weight_bytes(&bytes, WeightFormat::Safetensors)
             .unwrap_err();
@@ -200,7 +194,7 @@ mod tests {
     fn garbage_bytes_are_an_error_not_a_panic() {
         let device = cpu_device();
         for format in [WeightFormat::Burnpack, WeightFormat::Safetensors] {
-            let error = SimpleNnConfig::new()
+            let error = MlpConfig::new()
                 .init(&device)
                 .load_weight_bytes(b"not weights at all", format)
                 .unwrap_err();
@@ -212,15 +206,15 @@ mod tests {
     fn seeded_initialization_is_the_same_on_every_backend_and_depends_on_the_seed() {
         let weights =
             |linear: &Linear| linear.weight.val().into_data().try_to_vec::<f32>().unwrap();
-        let parameters = |model: &SimpleNn| {
+        let parameters = |model: &Mlp| {
             let mut values = weights(&model.hidden);
             values.extend(weights(&model.output));
             values
         };
-        let ndarray = SimpleNnConfig::new().init_seeded(&cpu_device(), 42);
-        let flex = SimpleNnConfig::new().init_seeded(&Device::flex(), 42);
+        let ndarray = MlpConfig::new().init_seeded(&cpu_device(), 42);
+        let flex = MlpConfig::new().init_seeded(&Device::flex(), 42);
         assert!(parameters(&ndarray) == parameters(&flex));
-        let other = SimpleNnConfig::new().init_seeded(&cpu_device(), 43);
+        let other = MlpConfig::new().init_seeded(&cpu_device(), 43);
         assert!(parameters(&ndarray) != parameters(&other));
         let weight = weights(&ndarray.hidden);
         let bound = 1.0 / 784f32.sqrt();
@@ -231,8 +225,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_first_zero_size() {
-        assert!(SimpleNnConfig::new().validate().is_ok());
-        let error = SimpleNnConfig::new()
+        assert!(MlpConfig::new().validate().is_ok());
+        let error = MlpConfig::new()
             .with_hidden_size(0)
             .with_number_of_classes(0)
             .validate()
@@ -251,7 +245,7 @@ mod tests {
     #[test]
     fn runs_on_flex_too() {
         let device = Device::flex();
-        let model = SimpleNnConfig::new().init(&device);
+        let model = MlpConfig::new().init(&device);
         let logits = model.forward(Tensor::<2>::ones([2, 784], &device));
         assert_eq!(logits.dims(), [2, 10]);
     }
