@@ -1,6 +1,7 @@
 //! The matrix products of one training step of the MNIST MLP at batch 64, alone: the two GEMMs
 //! of the first layer (`x @ W1`, 64 x 784 x 128, and its weight gradient `x^T @ dh`, 784 x 64 x
-//! 128, which together are about 96% of the step's arithmetic) through the two GEMM crates under
+//! 128, which together are nearly all of the step's arithmetic: docs/benchmarks.md, "Where the
+//! time went with Burn's step: a profile") through the two GEMM crates under
 //! Burn's CPU backends: `matrixmultiply` (NdArray's) and `gemm` (Flex's), the latter on one
 //! thread and on rayon's pool (`matrixmultiply` runs on `MATMUL_NUM_THREADS` threads, by
 //! default the physical cores, when the `rayon` feature turns its threading on; set it to 1 for

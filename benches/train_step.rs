@@ -2,7 +2,8 @@
 //! backend, at batch 64 (the PyTorch recipe's), 256 and 1024, in one criterion group per batch
 //! size. The device is synced inside the timed closure, so queued GPU work is counted. The
 //! batch is the first images of the vendored MNIST's training split, scaled to [0, 1] as the
-//! recipe scales them (about 81% of the pixels are 0).
+//! recipe scales them (most of the pixels are 0: docs/benchmarks.md, "Where the time went with
+//! Burn's step: a profile").
 //!
 //! Each row is named by what `reclaim train` does: a backend's own name is its default step,
 //! `flex` and `ndarray` the fused step on the host (`FusedSgdMlp::step`, `--step

@@ -96,7 +96,8 @@ fn main() -> anyhow::Result<()> {
         // that first use creates and keeps for the life of the process: the autodiff graph's
         // bookkeeping, the device's settings, the standard library's per-thread contexts, and
         // on wgpu the runtime and its compiled kernels. `reclaim train` runs its code paths once
-        // before its baseline, and its release then reads +0 B.
+        // before its baseline, and its release then comes back to it (docs/benchmarks.md,
+        // "`reclaim train`'s release report").
         println!(
             "(one-time state of Burn and std created by the first use, kept by the process; \
              `reclaim train` warms up before its baseline and ends at +0 B)"

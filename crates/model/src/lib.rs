@@ -16,8 +16,9 @@
 //! - [`FusedSgdMlp`]: an MLP's parameters on the host, trained by a fused step
 //!   (forward, cross-entropy, backward and plain SGD from the non-zero pixels, in buffers reused
 //!   from step to step), then written back into the [`Mlp`]: on the CPU backends, the
-//!   fastest training step measured for the MNIST MLP up to batches of 768
-//!   (docs/benchmarks.md).
+//!   fastest training step measured for the MNIST MLP, on Flex up to a batch size
+//!   (reclaim-train's `LARGEST_FUSED_STEP_BATCH_ON_FLEX`; docs/benchmarks.md, "The training
+//!   step per backend and batch size").
 //! - [`ModelError`]: the one error type of the crate; an invalid configuration is one of its
 //!   variants, never a panic.
 //!

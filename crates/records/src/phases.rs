@@ -74,7 +74,8 @@ impl PhaseSeconds {
     }
 }
 
-/// One line: `start-up 0.05 s · warm-up 0.02 s · … · total 1.31 s`.
+/// One line: each phase as `name seconds s` (three decimals), joined by ` · `, then
+/// `total seconds s`.
 impl fmt::Display for PhaseSeconds {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut phases = vec![

@@ -52,7 +52,7 @@ fn release_gives_back_every_heap_byte_and_unmaps_the_dataset() -> i64 {
     // (Each stage's phrase, as `release.json` and `release.md` write it, is checked beside
     // `ReleaseStage`.)
     let memory = |stage: ReleaseStage| *run.release.memory_at(stage).unwrap();
-    // The four MNIST files (about 52.7 MB decompressed) are mapped while training ...
+    // The four MNIST files (55 MB decompressed) are mapped while training ...
     assert!(memory(ReleaseStage::Trained).mapped_dataset_bytes > 50_000_000);
     // ... and unmapped once the dataset is dropped.
     assert_eq!(memory(ReleaseStage::DatasetDropped).mapped_dataset_bytes, 0);

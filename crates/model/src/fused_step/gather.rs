@@ -1,9 +1,10 @@
 //! The batch's non-zero pixels, gathered by pixel: the fused step's input.
 //!
-//! Most of an MNIST image is background: about 81% of its pixels are exactly 0 when they are
-//! scaled to [0, 1]. The hidden layer's two large products, the forward `X·W` and the weight
-//! gradient `Xᵀ·dH`, would do five times the work they need over the dense pixels: every zero
-//! pixel multiplies a whole row of `W` (or of `dH`) by 0. [`SparseRows`] keeps a matrix's
+//! Most of an MNIST image is background, pixels that are exactly 0 once scaled to [0, 1]
+//! (docs/benchmarks.md, "Where the time went with Burn's step: a profile"). The hidden layer's
+//! two large products, the forward `X·W` and the weight gradient `Xᵀ·dH`, would do several
+//! times the work they need over the dense pixels: every zero pixel multiplies a whole row of
+//! `W` (or of `dH`) by 0. [`SparseRows`] keeps a matrix's
 //! non-zero values and their positions by row (compressed sparse rows); the step gathers the
 //! batch *by pixel* ([`SparseRows::refill_transposed_from_dense`]): row `k` lists the images
 //! whose pixel `k` is not 0, which is the order both of the step's hidden-layer kernels read.

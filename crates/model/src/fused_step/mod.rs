@@ -2,12 +2,11 @@
 //! plain SGD in one pass over buffers that are reused from step to step.
 //!
 //! Burn's step on a CPU backend builds an autodiff graph, allocates every intermediate tensor
-//! (594 heap allocations a batch-64 step of the MNIST MLP on Flex, counted by
-//! `benches/train_step.rs`), writes each
-//! gradient out in full and reads it again to update the weights, and multiplies every pixel,
-//! though about 81% of MNIST's are 0. [`FusedSgdMlp`] keeps a [`Mlp`]'s four
-//! parameters on the host and steps them itself, allocating nothing once its buffers have
-//! grown to the batch:
+//! (hundreds of heap allocations a step of the MNIST MLP, counted by `benches/train_step.rs`:
+//! docs/benchmarks.md, "The training step per backend and batch size"), writes each gradient
+//! out in full and reads it again to update the weights, and multiplies every pixel, though
+//! most of MNIST's are 0. [`FusedSgdMlp`] keeps a [`Mlp`]'s four parameters on the host and
+//! steps them itself, allocating nothing once its buffers have grown to the batch:
 //!
 //! - the batch's non-zero pixels, gathered by pixel in one pass (`gather.rs`);
 //! - the hidden layer's forward: each non-zero pixel's row of weights added into the images
@@ -29,7 +28,7 @@
 //! results agree to rounding (the tests compare both roads, step by step). It is the road of
 //! `reclaim train` where it applies (reclaim-train's `StepKernel`): an MLP on a CPU
 //! backend, pixels mostly 0, plain SGD, and on Flex a batch small enough that Burn's threaded
-//! product has not caught up (reclaim-train's `LARGEST_HOST_STEP_BATCH_ON_FLEX`).
+//! product has not caught up (reclaim-train's `LARGEST_FUSED_STEP_BATCH_ON_FLEX`).
 
 use burn::nn::Linear;
 use burn::tensor::{Tensor, TensorData};
@@ -153,12 +152,12 @@ impl FusedSgdMlp {
     ///
     /// The values are written untracked by autodiff: on an autodiff device, Burn 0.22.1 keeps a
     /// graph node for every tensor marked as requiring a gradient until its next backward pass,
-    /// which the fused road never runs, so marked values would pile up (the release report of a
-    /// two-epoch run that wrote them back marked ended 13.69 KiB above its baseline, against
-    /// 3.78 KiB written untracked, the nodes of the model's first parameters, which
-    /// reclaim-train sweeps at release). Each parameter keeps its
-    /// setting, and [`Module::train`](burn::module::Module::train) marks the values again
-    /// before Burn's own autodiff steps them.
+    /// which the fused road never runs, so marked values would pile up (a run that wrote them
+    /// back marked ended further above its baseline than one that wrote them untracked; what
+    /// the latter left, the nodes of the model's first parameters, reclaim-train sweeps at
+    /// release: docs/benchmarks.md, "Why the release sweeps Burn's autodiff graph"). Each
+    /// parameter keeps its setting, and [`Module::train`](burn::module::Module::train) marks the
+    /// values again before Burn's own autodiff steps them.
     ///
     /// # Errors
     ///

@@ -51,10 +51,10 @@ pub(super) fn release_in_order(
 /// model's parameters, as soon as they are created on an autodiff device) and sweeps the nodes
 /// of dropped tensors only at the end of a backward pass. A run whose last backward came before
 /// its model was dropped, or whose steps run no backward at all (the fused step), would leave
-/// them behind: 3.78 KiB for the MLP's four parameters in its release report, +0 B with
-/// the sweep. One backward pass on a
-/// one-value tensor of `device`'s autodiff form runs the sweep; the warm-up runs it before the
-/// baseline too, so that the release is compared like with like.
+/// them behind: the MLP's four parameters' nodes showed in its release report until the sweep
+/// (docs/benchmarks.md, "Why the release sweeps Burn's autodiff graph"). One backward pass on
+/// a one-value tensor of `device`'s autodiff form runs the sweep; the warm-up runs it before
+/// the baseline too, so that the release is compared like with like.
 pub(super) fn free_orphaned_autodiff_nodes(device: &Device) {
     let autodiff = device.clone().autodiff();
     let _ = Tensor::<1>::zeros([1], &autodiff)

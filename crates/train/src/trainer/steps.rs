@@ -18,9 +18,9 @@ use crate::{BackendChoice, TrainError};
 
 /// The largest batch for which the fused step is taken on Flex: the largest size measured at
 /// which it was faster than Flex's own step in every run. Flex's step gains on the fused one
-/// as the batch grows, being threaded, and is level with it at 1024 (docs/benchmarks.md, the
-/// fused step by batch size). NdArray's step is slower at every size measured, so it has no
-/// such limit.
+/// as the batch grows, being threaded, until the two are level (docs/benchmarks.md, "The
+/// training step per backend and batch size"). NdArray's step is slower at every size
+/// measured, so it has no such limit.
 pub const LARGEST_FUSED_STEP_BATCH_ON_FLEX: usize = 768;
 
 /// Which step a run's training takes ([`TrainConfig::step_kernel`]). Both compute the same step
@@ -104,8 +104,8 @@ impl StepKernel {
     /// Why this step does not apply to `config`'s settings (the first reason found), or `None`
     /// where it does. The one statement of the rule: Burn's step applies everywhere; the fused
     /// step to the MLP on a CPU backend (Flex or NdArray), on a dataset of the MNIST
-    /// family with pixels scaled to [0, 1] (about 81% of MNIST's are exactly 0), trained by
-    /// plain SGD, and on Flex in batches of at most [`LARGEST_FUSED_STEP_BATCH_ON_FLEX`].
+    /// family with pixels scaled to [0, 1] (most of MNIST's are exactly 0), trained by plain
+    /// SGD, and on Flex in batches of at most [`LARGEST_FUSED_STEP_BATCH_ON_FLEX`].
     pub fn obstacle(self, config: &TrainConfig) -> Option<StepKernelObstacle> {
         match self {
             StepKernel::Dense => None,
