@@ -43,6 +43,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::loader::{Augmentation, ImageShape, Loader, LoaderConfig, RawImages, TensorBatch};
+use reclaim::train::BackendChoice;
 
 const SEED: u64 = 42;
 const BATCH_SIZE: usize = 64;
@@ -54,9 +55,11 @@ fn train_split() -> ImageDataset {
     unsafe { ImageDataset::open_mapped(&folder, Split::Train) }.expect("MNIST train opens")
 }
 
+/// The default build's CPU device (Flex; NdArray in a build with only that backend).
 fn device() -> Device {
-    #[allow(deprecated)] // Burn 0.22 deprecates NdArray in favour of Flex; it is our default.
-    Device::ndarray()
+    BackendChoice::default_cpu()
+        .device()
+        .expect("the default CPU backend is compiled in")
 }
 
 /// Burn's MNIST item (`burn::data::dataset::vision::MnistItem`).

@@ -4,7 +4,7 @@
 //! a device with a pool: the recipe's cleanup runs while the model still holds its blocks).
 //!
 //! ```sh
-//! cargo run --release --example release                     # NdArray (CPU)
+//! cargo run --release --example release                     # the default CPU backend (Flex)
 //! cargo run --release --features wgpu --example release -- wgpu
 //! ```
 //!
@@ -26,8 +26,7 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 fn main() -> anyhow::Result<()> {
     let backend: BackendChoice = std::env::args()
         .nth(1)
-        .unwrap_or_else(|| "ndarray".to_string())
-        .parse()?;
+        .map_or_else(|| Ok(BackendChoice::default_cpu()), |name| name.parse())?;
     let device = backend.device()?;
     let training_device = device.clone().autodiff();
     let data_folder = default_data_folder(None, Family::Mnist).canonicalize()?;

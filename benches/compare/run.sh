@@ -58,8 +58,8 @@ if ! "$venv/bin/python" -c 'import torch, torchvision' 2>/dev/null; then
 fi
 
 # ---- Reclaim. ----
-say "building reclaim (cargo build --release)"
-(cd "$repository" && cargo build --release --bin reclaim >&2)
+say "building reclaim (cargo build --release --features ndarray)"
+(cd "$repository" && cargo build --release --features ndarray --bin reclaim >&2)
 reclaim="$repository/target/release/reclaim"
 
 # ---- Burn's recipe: burn-train's Learner on Burn's MnistDataset (benches/compare/learner). ----
