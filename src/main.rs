@@ -34,6 +34,15 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // First thing, before any file is mapped or thread started: the SIGBUS guard that turns a
+    // dataset file truncated under its map into a typed error instead of a death (a mitigation;
+    // see `reclaim_dataset::install_sigbus_guard`). A failure only warns: without the guard every
+    // command still works, and a truncated mapped file kills the process as it would anyway, so
+    // refusing to run (even `inspect` or `report`) would cost more than it protects.
+    if let Err(error) = reclaim_dataset::install_sigbus_guard() {
+        let error = anyhow::Error::new(error);
+        eprintln!("warning: {error:#}; a dataset file truncated while mapped will end the process");
+    }
     let arguments = Arguments::parse();
     let outcome = match arguments.command {
         Command::Inspect(inspect_arguments) => cli::inspect::run(inspect_arguments),

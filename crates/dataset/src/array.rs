@@ -135,13 +135,16 @@ impl IdxArray {
     ///
     /// What happens when the contract is broken anyway:
     ///
-    /// - *Truncated* (on Linux): reading a page past the file's new end raises `SIGBUS`, which
-    ///   Reclaim's guard catches: the whole map is replaced by zero pages (every later read of
-    ///   this array sees zeros, and nothing faults again) and
-    ///   [`IdxArray::verify_mapping_intact`] returns [`DatasetError::MappedFileChanged`] from
-    ///   then on, so a caller that checks it (reclaim-loader, once per batch) stops with a typed
-    ///   error instead of the process dying; what it read between the fault and the check was
-    ///   zeros, to be discarded. Not caught: a truncation that nothing reads past, or that
+    /// - *Truncated*: reading a page past the file's new end raises `SIGBUS`, whose default
+    ///   action kills the process. If the program has installed Reclaim's guard
+    ///   ([`crate::install_sigbus_guard`], on Linux; mapping does not install it), the guard
+    ///   catches it: the whole map is replaced by zero pages (every later read of this array
+    ///   sees zeros, and nothing faults again) and [`IdxArray::verify_mapping_intact`] returns
+    ///   [`DatasetError::MappedFileChanged`] from then on, so a caller that checks it
+    ///   (reclaim-loader, once per batch) stops with a typed error instead of the process dying;
+    ///   what it read between the fault and the check was zeros, to be discarded. A mitigation,
+    ///   not a guarantee. Not caught: anything while the guard is not installed (or after
+    ///   another `SIGBUS` handler replaced it); a truncation that nothing reads past, or that
     ///   removes no whole page (the bytes past the new end inside its last page read as zeros
     ///   without a fault); a map made while the guard's table of 64 mappings is full (it is
     ///   then unguarded, and `SIGBUS` kills the process as before); every target but Linux.
@@ -180,7 +183,8 @@ impl IdxArray {
         // SAFETY: the caller upholds memmap2's contract (stated under `# Safety` above): the file
         // is not modified or truncated while the map lives. The map is read-only.
         let map = unsafe { Mmap::map(&file) }.map_err(|error| DatasetError::io(&path, error))?;
-        // Registered before the header is read, so even that read is guarded.
+        // Registered before the header is read, so even that read is guarded (once the program
+        // has installed the guard: registering installs nothing).
         let registration = MappingRegistration::register(&map);
         let prefix = &map[..map.len().min(MAXIMUM_HEADER_LENGTH)];
         let header = parse_idx_header(prefix, &path, map.len() as u64)?;
@@ -434,7 +438,9 @@ impl IdxArray {
     /// tell: [`DatasetError::MappedFileChanged`] (naming the file) once a read past the end of a
     /// truncated file has faulted (the array's bytes have been zeros since; see
     /// [`IdxArray::open_mapped`] for what is and is not caught). Always `Ok` for owned arrays,
-    /// and for mappings the guard could not take (table full, or not Linux).
+    /// for mappings the guard could not take (table full, or not Linux), and while the program
+    /// has not installed the guard ([`crate::install_sigbus_guard`]: without it, that read
+    /// kills the process instead).
     ///
     /// One atomic load: cheap enough to call once per batch.
     pub fn verify_mapping_intact(&self) -> Result<()> {
@@ -448,11 +454,14 @@ impl IdxArray {
         }
     }
 
-    /// Whether the truncation guard holds this array's map (`false` for owned arrays).
+    /// Whether the truncation guard holds this array's map: the map is registered in the guard's
+    /// table and the guard is installed now (`false` for owned arrays).
     #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn is_mapping_guarded(&self) -> bool {
         match &self.storage {
-            Storage::Mapped { registration, .. } => registration.is_guarded(),
+            Storage::Mapped { registration, .. } => {
+                registration.is_registered() && crate::is_sigbus_guard_installed()
+            }
             Storage::Owned(_) => false,
         }
     }
@@ -708,6 +717,21 @@ mod tests {
                 .unwrap();
         }
 
+        /// Installs the process's guard (the tests of this binary share it; whichever comes
+        /// first installs it). Mapping alone installs nothing.
+        fn install_guard() {
+            let installation = crate::install_sigbus_guard().expect("the guard installs");
+            assert!(
+                matches!(
+                    installation,
+                    crate::SigbusGuardInstallation::Installed
+                        | crate::SigbusGuardInstallation::AlreadyInstalled
+                ),
+                "{installation:?}"
+            );
+            assert!(crate::is_sigbus_guard_installed());
+        }
+
         fn expect_mapped_file_changed(array: &IdxArray, path: &Path) {
             let error = array
                 .verify_mapping_intact()
@@ -729,6 +753,7 @@ mod tests {
 
         #[test]
         fn a_file_truncated_under_its_map_reads_zeros_and_reports_mapped_file_changed() {
+            install_guard();
             let folder = tempfile::tempdir().unwrap();
             let path = folder.path().join("data");
             write_multi_page_file(&path, 4);
@@ -761,6 +786,7 @@ mod tests {
 
         #[test]
         fn the_fault_is_recorded_against_the_truncated_files_map_only() {
+            install_guard();
             let folder = tempfile::tempdir().unwrap();
             let truncated_path = folder.path().join("truncated");
             let untouched_path = folder.path().join("untouched");
@@ -807,6 +833,7 @@ mod tests {
 
         #[test]
         fn a_sigbus_outside_every_guarded_map_still_kills_the_process() {
+            install_guard();
             let folder = tempfile::tempdir().unwrap();
             let guarded_path = folder.path().join("guarded");
             let foreign_path = folder.path().join("foreign");
@@ -849,6 +876,7 @@ mod tests {
 
         #[test]
         fn dropping_a_mapping_frees_its_guard_slot() {
+            install_guard();
             let folder = tempfile::tempdir().unwrap();
             let path = folder.path().join("data");
             write_multi_page_file(&path, 1);

@@ -209,8 +209,9 @@ impl CifarDataset {
     /// # Safety
     ///
     /// memmap2's contract, as for [`crate::IdxArray::open_mapped`]: no file of the split may be
-    /// modified or truncated while the dataset exists. If one is truncated anyway, on Linux a
-    /// read past its end reads zeros instead of killing the process, and
+    /// modified or truncated while the dataset exists. If one is truncated anyway, on Linux with
+    /// the guard installed ([`crate::install_sigbus_guard`]) a read past its end reads zeros
+    /// instead of killing the process, and
     /// [`CifarDataset::verify_mapping_intact`] reports [`DatasetError::MappedFileChanged`]
     /// naming it; bytes changed in place are not caught (a label changed so could be out of
     /// range: [`CifarDataset::label`] does not check it again).
@@ -749,6 +750,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_truncated_file_is_reported_by_name() {
+        // The program installs the guard (mapping does not); without it the read kills.
+        crate::install_sigbus_guard().unwrap();
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("test.bin");
         let pixels = image(3);

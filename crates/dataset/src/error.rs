@@ -101,7 +101,10 @@ pub enum DatasetError {
     /// A memory-mapped file was truncated while mapped (also what overwriting it in place, as
     /// `cp` onto it does, starts with): a read past its new end faulted, and the map has read as
     /// zeros since. Reported by
-    /// [`IdxArray::verify_mapping_intact`](crate::IdxArray::verify_mapping_intact).
+    /// [`IdxArray::verify_mapping_intact`](crate::IdxArray::verify_mapping_intact), only while the
+    /// program has the `SIGBUS` guard installed ([`crate::install_sigbus_guard`]; without it the
+    /// read kills the process). On Linux a read error of the file's storage during the page
+    /// fault looks the same to the guard and is reported as this too.
     #[error(
         "{path} was truncated or replaced while mapped: its data can no longer be trusted; the run stopped"
     )]
@@ -109,6 +112,21 @@ pub enum DatasetError {
         /// The mapped file.
         path: PathBuf,
     },
+    /// [`install_sigbus_guard`](crate::install_sigbus_guard) could not install the `SIGBUS`
+    /// guard: `sigaction` failed. Nothing was changed.
+    #[error("cannot install the SIGBUS guard for mapped files")]
+    SigbusGuardInstallFailed {
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// [`install_sigbus_guard`](crate::install_sigbus_guard) was called after another `SIGBUS`
+    /// handler replaced the guard it had installed: the guard is not installed over it again
+    /// (that handler may forward to the guard, and the guard forwarding back would loop), so
+    /// truncated mapped files are not caught.
+    #[error(
+        "the SIGBUS guard for mapped files was replaced by another SIGBUS handler and is not installed again"
+    )]
+    SigbusGuardReplaced,
     /// The array holds another element type than the one asked for.
     #[error("{path}: wrong element type: expected {expected}, file holds {found}")]
     WrongElementType {

@@ -55,10 +55,11 @@ impl ImageDataset {
     /// # Safety
     ///
     /// As for [`IdxArray::open_mapped`] (memmap2's contract): neither file may be modified or
-    /// truncated while the dataset exists. If one is truncated anyway, on Linux the read past
-    /// its end reads zeros instead of killing the process, and
-    /// [`ImageDataset::verify_mapping_intact`] reports [`DatasetError::MappedFileChanged`] naming
-    /// it; bytes changed in place are not caught (see [`IdxArray::open_mapped`] for both).
+    /// truncated while the dataset exists. If one is truncated anyway, on Linux with the guard
+    /// installed ([`crate::install_sigbus_guard`]) the read past its end reads zeros instead of
+    /// killing the process, and [`ImageDataset::verify_mapping_intact`] reports
+    /// [`DatasetError::MappedFileChanged`] naming it; bytes changed in place are not caught (see
+    /// [`IdxArray::open_mapped`] for both).
     pub unsafe fn open_mapped(folder: impl AsRef<Path>, split: Split) -> Result<Self> {
         let (images_path, labels_path) = locate_split_files(folder.as_ref(), split)?;
         // SAFETY: the caller upholds memmap2's contract for both files (see `# Safety`).
@@ -388,6 +389,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_truncated_images_file_is_reported_by_the_dataset() {
+        // The program installs the guard (mapping does not); without it the read kills.
+        crate::install_sigbus_guard().unwrap();
         let folder = tempfile::tempdir().unwrap();
         let images_path = folder.path().join("t10k-images-idx3-ubyte");
         // 64 images of 28 x 28: several pages past the header.

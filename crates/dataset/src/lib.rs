@@ -14,10 +14,14 @@
 //!   each other; `Send + Sync`, zero copy, unmapped on drop. [`DatasetSplits`]: both splits of a
 //!   folder, mapped together ([`DatasetSplits::open_mapped`]) or read into memory
 //!   ([`DatasetSplits::open_owned`]).
-//! - Truncation guard (Linux): a mapped file truncated while mapped does not kill the process
-//!   with `SIGBUS`; its map reads as zeros from the fault on, and
-//!   [`IdxArray::verify_mapping_intact`] / [`ImageDataset::verify_mapping_intact`] report
-//!   [`DatasetError::MappedFileChanged`] (what is and is not caught: [`IdxArray::open_mapped`]).
+//! - [`install_sigbus_guard`] (Linux; the program calls it, no mapping does): a mitigation for
+//!   a mapped file truncated by someone else while mapped, not a guarantee. Once installed, a
+//!   read past the new end does not kill the process with `SIGBUS`; the map reads as zeros from
+//!   the fault on, and [`IdxArray::verify_mapping_intact`] /
+//!   [`ImageDataset::verify_mapping_intact`] report [`DatasetError::MappedFileChanged`]; every
+//!   other `SIGBUS` goes to the action installed before it ([`SigbusGuardInstallation`],
+//!   [`is_sigbus_guard_installed`]; what is and is not caught: [`install_sigbus_guard`],
+//!   [`IdxArray::open_mapped`]).
 //! - [`DatasetSplits::fingerprint`] → [`DatasetFingerprint`]: the size and XXH3-128 of each of
 //!   the four files as held (a [`FileFingerprint`] each, also from [`IdxArray::fingerprint`]),
 //!   for a resumed run to check it reads the same data; (de)serializes with the feature `serde`.
@@ -148,6 +152,7 @@ pub use fingerprint::{DatasetFingerprint, FileFingerprint};
 pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 pub use image_dataset::{ImageDataset, locate_split_files};
+pub use mapping_guard::{SigbusGuardInstallation, install_sigbus_guard, is_sigbus_guard_installed};
 pub use open::FileKind;
 pub use progress::ProgressDisplay;
 pub use splits::DatasetSplits;

@@ -1,5 +1,6 @@
-//! [`RecordFile`]: a whole headerless file (a CIFAR batch), memory-mapped under the truncation
-//! guard or read into memory. What the records mean is the caller's business.
+//! [`RecordFile`]: a whole headerless file (a CIFAR batch), memory-mapped (its range registered
+//! with the truncation guard, which catches a truncation once the program has installed it) or
+//! read into memory. What the records mean is the caller's business.
 
 use std::fs::File;
 use std::io::Read;
@@ -123,7 +124,8 @@ impl RecordFile {
         }
     }
 
-    /// [`DatasetError::MappedFileChanged`] once a read of the truncated file has faulted.
+    /// [`DatasetError::MappedFileChanged`] once a read of the truncated file has faulted (with the
+    /// guard installed; see [`crate::install_sigbus_guard`]).
     pub(crate) fn verify_mapping_intact(&self) -> Result<()> {
         match &self.storage {
             Storage::Mapped { registration, .. } if registration.has_faulted() => {

@@ -26,8 +26,9 @@ impl DatasetSplits {
     ///
     /// memmap2's contract, as for [`IdxArray::open_mapped`](crate::IdxArray::open_mapped): none
     /// of the mapped files (the four files, or their decompressed copies in `cache/`) may be
-    /// modified or truncated while the splits exist. If one is truncated anyway, on Linux the
-    /// read past its end reads zeros instead of killing the process, and its split's
+    /// modified or truncated while the splits exist. If one is truncated anyway, on Linux with
+    /// the guard installed ([`crate::install_sigbus_guard`]) the read past its end reads zeros
+    /// instead of killing the process, and its split's
     /// [`ImageDataset::verify_mapping_intact`] reports
     /// [`DatasetError::MappedFileChanged`](crate::DatasetError::MappedFileChanged) naming it;
     /// bytes changed in place are not caught (see `IdxArray::open_mapped` for both). Where that
