@@ -37,9 +37,9 @@ impl StorageArgument {
             StorageArgument::Owned => DatasetStorage::owned(),
             // SAFETY: `--storage mapped` is the user's choice, documented (its --help and
             // docs/reliability.md) as requiring that the dataset files are not changed during
-            // the command; a truncation is caught by reclaim-dataset's guard and an
-            // out-of-range label by the loader, so breaking the promise stops the run with an
-            // error rather than a signal.
+            // the command; a truncation is caught by reclaim-dataset's SIGBUS guard, which
+            // `main` installs, and an out-of-range label by the loader, so breaking the promise
+            // stops the run with an error rather than a signal.
             StorageArgument::Mapped => unsafe { DatasetStorage::mapped() },
         }
     }

@@ -46,9 +46,9 @@ impl ImageSource for reclaim_dataset::ImageDataset {
         copy_sample(index, self.image(index), self.label(index), pixels)
     }
 
-    /// A mapped dataset whose file was truncated under the map (the guard of reclaim-dataset
-    /// caught the SIGBUS and put zeros in its place) is [`LoaderError::SourceChanged`] naming
-    /// the file; an owned one is always intact.
+    /// A mapped dataset whose file was truncated under the map (reclaim-dataset's SIGBUS guard,
+    /// where the program installed it, caught the fault and put zeros in its place) is
+    /// [`LoaderError::SourceChanged`] naming the file; an owned one is always intact.
     fn verify_intact(&self) -> Result<(), LoaderError> {
         self.verify_mapping_intact()
             .map_err(|error| LoaderError::SourceChanged(Box::new(error)))

@@ -54,11 +54,13 @@ impl DatasetStorage {
     /// reclaim-dataset caches for `.gz` files): none may be modified or truncated by any
     /// process while a run, an evaluation or a warm-up that uses this storage has it open.
     ///
-    /// What Reclaim does when the promise is broken anyway: a file truncated under the map
-    /// (reads past its new end, which would kill the process with SIGBUS) is caught by
-    /// reclaim-dataset's guard and the run stops with an error naming the file; a label changed
-    /// in place to a value out of range is caught by the loader's class-count check. Other
-    /// in-place changes of bytes go unnoticed: the run reads the new bytes.
+    /// What Reclaim does when the promise is broken anyway: in a program that installed
+    /// reclaim-dataset's SIGBUS guard (`reclaim_dataset::install_sigbus_guard`, as the `reclaim`
+    /// command does), a file truncated under the map (reads past its new end, which would kill
+    /// the process with SIGBUS) stops the run with an error naming the file; without the guard
+    /// the process dies of the signal. A label changed in place to a value out of range is
+    /// caught by the loader's class-count check. Other in-place changes of bytes go unnoticed:
+    /// the run reads the new bytes. The guard is a mitigation, not a guarantee.
     pub const unsafe fn mapped() -> Self {
         DatasetStorage {
             kind: StorageChoice::Mapped,
