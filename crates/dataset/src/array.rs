@@ -5,58 +5,13 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
-
 use crate::element::{ElementType, IdxElement};
 use crate::error::{DatasetError, Result};
+use crate::file_bytes::{AccessPattern, FileBytes, StorageKind};
 use crate::fingerprint::FileFingerprint;
 use crate::gz::{decompress_gz_cached_under, decompress_validated, is_gz_path, user_cache_roots};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
-use crate::mapping_guard::MappingRegistration;
 use crate::open::open_regular;
-
-/// Where an [`IdxArray`]'s bytes live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum StorageKind {
-    /// A read-only memory map of the file: pages come from the page cache on demand and are
-    /// unmapped when the array is dropped.
-    Mapped,
-    /// A heap buffer holding the whole file.
-    Owned,
-}
-
-impl fmt::Display for StorageKind {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(match self {
-            StorageKind::Mapped => "mapped",
-            StorageKind::Owned => "owned",
-        })
-    }
-}
-
-/// A hint to the kernel about how a mapped array will be read (`madvise`). Owned arrays ignore it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AccessPattern {
-    /// No particular order (the kernel's default readahead).
-    Normal,
-    /// Front to back, once: aggressive readahead (`MADV_SEQUENTIAL`).
-    Sequential,
-    /// Random order: no readahead (`MADV_RANDOM`).
-    Random,
-    /// The whole array is needed soon: start reading it in now (`MADV_WILLNEED`).
-    WillNeed,
-}
-
-enum Storage {
-    Mapped {
-        /// The map's entry in the truncation guard. Declared (so dropped) before `map`: the range
-        /// leaves the guard's table before it is unmapped, so no other map placed at the same
-        /// addresses later can be mistaken for this one.
-        registration: MappingRegistration,
-        map: Mmap,
-    },
-    Owned(Vec<u8>),
-}
 
 /// One IDX file: element type, shape and data, validated when opened.
 ///
@@ -70,17 +25,17 @@ enum Storage {
 ///
 /// Dropping the array releases the memory: the map is unmapped or the buffer freed.
 pub struct IdxArray {
-    path: PathBuf,
+    /// The bytes and the path that names them.
+    file: FileBytes,
     compressed_source: Option<PathBuf>,
     header: IdxHeader,
-    storage: Storage,
 }
 
 impl fmt::Debug for IdxArray {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
             .debug_struct("IdxArray")
-            .field("path", &self.path)
+            .field("path", &self.path())
             .field("compressed_source", &self.compressed_source)
             .field("element_type", &self.header.element_type())
             .field("shape", &self.header.dimensions())
@@ -175,24 +130,22 @@ impl IdxArray {
         } else {
             (path.to_path_buf(), None)
         };
-        let (file, length) = open_file(&path)?;
-        if length == 0 {
-            // An empty file cannot be mapped on every platform, and cannot be valid anyway.
-            parse_idx_header(&[], &path, 0)?;
-        }
-        // SAFETY: the caller upholds memmap2's contract (stated under `# Safety` above): the file
-        // is not modified or truncated while the map lives. The map is read-only.
-        let map = unsafe { Mmap::map(&file) }.map_err(|error| DatasetError::io(&path, error))?;
-        // Registered before the header is read, so even that read is guarded (once the program
-        // has installed the guard: registering installs nothing).
-        let registration = MappingRegistration::register(&map);
-        let prefix = &map[..map.len().min(MAXIMUM_HEADER_LENGTH)];
-        let header = parse_idx_header(prefix, &path, map.len() as u64)?;
+        // An empty file cannot be mapped on every platform, and cannot be valid anyway.
+        let refuse_empty = |path: &Path, length: u64| {
+            if length == 0 {
+                parse_idx_header(&[], path, 0)?;
+            }
+            Ok(())
+        };
+        // SAFETY: forwarded to the caller (memmap2's contract, under `# Safety` above).
+        let file = unsafe { FileBytes::open_mapped(&path, refuse_empty) }?;
+        let bytes = file.bytes();
+        let prefix = &bytes[..bytes.len().min(MAXIMUM_HEADER_LENGTH)];
+        let header = parse_idx_header(prefix, &path, bytes.len() as u64)?;
         Ok(IdxArray {
-            path,
+            file,
             compressed_source,
             header,
-            storage: Storage::Mapped { registration, map },
         })
     }
 
@@ -229,10 +182,9 @@ impl IdxArray {
         let header = decompress_validated(file, &mut bytes, gz_path, gz_path)?;
         bytes.shrink_to_fit();
         Ok(IdxArray {
-            path: gz_path.to_path_buf(),
+            file: FileBytes::from_bytes(gz_path.to_path_buf(), bytes),
             compressed_source: Some(gz_path.to_path_buf()),
             header,
-            storage: Storage::Owned(bytes),
         })
     }
 
@@ -266,10 +218,9 @@ impl IdxArray {
             .map_err(|error| DatasetError::io(&path, error))?;
         header.check_length(&path, bytes.len() as u64)?;
         Ok(IdxArray {
-            path,
+            file: FileBytes::from_bytes(path, bytes),
             compressed_source,
             header,
-            storage: Storage::Owned(bytes),
         })
     }
 
@@ -279,17 +230,16 @@ impl IdxArray {
         let path = path_for_errors.into();
         let header = parse_idx_header(&bytes, &path, bytes.len() as u64)?;
         Ok(IdxArray {
-            path,
+            file: FileBytes::from_bytes(path, bytes),
             compressed_source: None,
             header,
-            storage: Storage::Owned(bytes),
         })
     }
 
     /// The file the bytes come from (for a `.gz` input: the decompressed cache file, or the `.gz`
     /// itself when it was decompressed in memory).
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// For an array opened from a `.gz` file: that file. `None` otherwise.
@@ -334,16 +284,9 @@ impl IdxArray {
         self.header.element_count() as usize
     }
 
-    fn file_bytes(&self) -> &[u8] {
-        match &self.storage {
-            Storage::Mapped { map, .. } => map,
-            Storage::Owned(bytes) => bytes,
-        }
-    }
-
     /// The raw big-endian data after the header, zero copy.
     pub fn data_bytes(&self) -> &[u8] {
-        &self.file_bytes()[self.header.data_offset()..]
+        &self.file.bytes()[self.header.data_offset()..]
     }
 
     fn require(&self, expected: ElementType) -> Result<()> {
@@ -351,7 +294,7 @@ impl IdxArray {
             Ok(())
         } else {
             Err(DatasetError::WrongElementType {
-                path: self.path.clone(),
+                path: self.path().to_path_buf(),
                 expected,
                 found: self.element_type(),
             })
@@ -412,26 +355,17 @@ impl IdxArray {
 
     /// Whether the bytes are mapped or owned.
     pub fn storage(&self) -> StorageKind {
-        match self.storage {
-            Storage::Mapped { .. } => StorageKind::Mapped,
-            Storage::Owned(_) => StorageKind::Owned,
-        }
+        self.file.kind()
     }
 
     /// The length of the memory map (the whole file), 0 when owned.
     pub fn mapped_bytes(&self) -> usize {
-        match &self.storage {
-            Storage::Mapped { map, .. } => map.len(),
-            Storage::Owned(_) => 0,
-        }
+        self.file.mapped_bytes()
     }
 
     /// The bytes this array owns on the heap (its buffer's capacity), 0 when mapped.
     pub fn heap_bytes(&self) -> usize {
-        match &self.storage {
-            Storage::Mapped { .. } => 0,
-            Storage::Owned(bytes) => bytes.capacity(),
-        }
+        self.file.heap_bytes()
     }
 
     /// Whether the mapped file is still what was mapped, as far as the truncation guard can
@@ -444,52 +378,25 @@ impl IdxArray {
     ///
     /// One atomic load: cheap enough to call once per batch.
     pub fn verify_mapping_intact(&self) -> Result<()> {
-        match &self.storage {
-            Storage::Mapped { registration, .. } if registration.has_faulted() => {
-                Err(DatasetError::MappedFileChanged {
-                    path: self.path.clone(),
-                })
-            }
-            _ => Ok(()),
-        }
+        self.file.verify_mapping_intact()
     }
 
-    /// Whether the truncation guard holds this array's map: the map is registered in the guard's
-    /// table and the guard is installed now (`false` for owned arrays).
+    /// Whether the truncation guard holds this array's map (see [`FileBytes`]).
     #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn is_mapping_guarded(&self) -> bool {
-        match &self.storage {
-            Storage::Mapped { registration, .. } => {
-                registration.is_registered() && crate::is_sigbus_guard_installed()
-            }
-            Storage::Owned(_) => false,
-        }
+        self.file.is_mapping_guarded()
     }
 
     /// The size and XXH3-128 of the whole file as held (header and data, decompressed), hashed
     /// in place from the map or the buffer: the array's identity for resuming a run.
     pub fn fingerprint(&self) -> FileFingerprint {
-        FileFingerprint::of_bytes(self.file_bytes())
+        self.file.fingerprint()
     }
 
     /// Tells the kernel how the mapped bytes will be read (`madvise`). Does nothing for owned
     /// arrays or on platforms without `madvise`. The advice is only a hint; the data is the same.
     pub fn advise(&self, pattern: AccessPattern) -> Result<()> {
-        #[cfg(unix)]
-        if let Storage::Mapped { map, .. } = &self.storage {
-            use memmap2::Advice;
-            let advice = match pattern {
-                AccessPattern::Normal => Advice::Normal,
-                AccessPattern::Sequential => Advice::Sequential,
-                AccessPattern::Random => Advice::Random,
-                AccessPattern::WillNeed => Advice::WillNeed,
-            };
-            map.advise(advice)
-                .map_err(|error| DatasetError::io(&self.path, error))?;
-        }
-        #[cfg(not(unix))]
-        let _ = pattern;
-        Ok(())
+        self.file.advise(pattern)
     }
 }
 
@@ -682,6 +589,7 @@ mod tests {
     mod truncation_guard {
         use super::*;
         use crate::mapping_guard::GUARDED_RANGE_SLOTS;
+        use memmap2::Mmap;
 
         /// The length of a rank-1 IDX header.
         const RANK_ONE_HEADER_LENGTH: u64 = 8;

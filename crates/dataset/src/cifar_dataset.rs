@@ -4,16 +4,15 @@
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::array::{AccessPattern, StorageKind};
 use crate::catalogue::Split;
 use crate::cifar::{
     CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarLabelKind,
     CifarVariant,
 };
 use crate::error::{DatasetError, Result};
+use crate::file_bytes::{AccessPattern, FileBytes, StorageKind};
 use crate::fingerprint::FileFingerprint;
 use crate::open::{entry_exists, open_regular};
-use crate::record_file::RecordFile;
 
 /// The images and labels of one CIFAR split, validated on open: each file's length is a whole,
 /// non-zero number of records ([`DatasetError::NotWholeRecords`]) and every label byte is below
@@ -31,7 +30,7 @@ pub struct CifarDataset {
     variant: CifarVariant,
     label_kind: CifarLabelKind,
     split: Option<Split>,
-    files: Vec<RecordFile>,
+    files: Vec<FileBytes>,
     /// The index of each file's first record, in file order.
     file_starts: Vec<usize>,
     len: usize,
@@ -254,9 +253,9 @@ impl CifarDataset {
         let files = paths
             .iter()
             // SAFETY: the caller upholds memmap2's contract for every file (see `# Safety`).
-            .map(|path| unsafe { RecordFile::open_mapped(path.as_ref(), check) })
+            .map(|path| unsafe { FileBytes::open_mapped(path.as_ref(), check) })
             .collect::<Result<Vec<_>>>()?;
-        Self::from_record_files(variant, files)
+        Self::from_files(variant, files)
     }
 
     /// Reads these record files into memory, in this order, as one dataset (no split recorded).
@@ -265,9 +264,9 @@ impl CifarDataset {
         let check = |path: &Path, length: u64| check_record_length(path, length, variant);
         let files = paths
             .iter()
-            .map(|path| RecordFile::open_owned(path.as_ref(), check))
+            .map(|path| FileBytes::open_owned(path.as_ref(), check))
             .collect::<Result<Vec<_>>>()?;
-        Self::from_record_files(variant, files)
+        Self::from_files(variant, files)
     }
 
     /// Validates the bytes of one record file already in memory; `path_for_errors` names it in
@@ -279,10 +278,10 @@ impl CifarDataset {
     ) -> Result<Self> {
         let path = path_for_errors.into();
         check_record_length(&path, bytes.len() as u64, variant)?;
-        Self::from_record_files(variant, vec![RecordFile::from_bytes(path, bytes)])
+        Self::from_files(variant, vec![FileBytes::from_bytes(path, bytes)])
     }
 
-    fn from_record_files(variant: CifarVariant, files: Vec<RecordFile>) -> Result<Self> {
+    fn from_files(variant: CifarVariant, files: Vec<FileBytes>) -> Result<Self> {
         let record_length = variant.record_length();
         let mut file_starts = Vec::with_capacity(files.len());
         let mut len = 0usize;
@@ -444,26 +443,24 @@ impl CifarDataset {
 
     /// The files read, in order.
     pub fn file_paths(&self) -> Vec<&Path> {
-        self.files.iter().map(RecordFile::path).collect()
+        self.files.iter().map(FileBytes::path).collect()
     }
 
     /// Whether the files are mapped or owned (owned for a dataset of no files).
     pub fn storage(&self) -> StorageKind {
-        if self.files.first().is_some_and(RecordFile::is_mapped) {
-            StorageKind::Mapped
-        } else {
-            StorageKind::Owned
-        }
+        self.files
+            .first()
+            .map_or(StorageKind::Owned, FileBytes::kind)
     }
 
     /// Bytes mapped for all files (0 when owned).
     pub fn mapped_bytes(&self) -> usize {
-        self.files.iter().map(RecordFile::mapped_bytes).sum()
+        self.files.iter().map(FileBytes::mapped_bytes).sum()
     }
 
     /// Bytes owned on the heap for all files (0 when mapped).
     pub fn heap_bytes(&self) -> usize {
-        self.files.iter().map(RecordFile::heap_bytes).sum()
+        self.files.iter().map(FileBytes::heap_bytes).sum()
     }
 
     /// [`DatasetError::MappedFileChanged`] naming the first file whose map faulted after it was
@@ -472,7 +469,7 @@ impl CifarDataset {
     pub fn verify_mapping_intact(&self) -> Result<()> {
         self.files
             .iter()
-            .try_for_each(RecordFile::verify_mapping_intact)
+            .try_for_each(FileBytes::verify_mapping_intact)
     }
 
     /// Tells the kernel how the mapped files will be read (see [`crate::IdxArray::advise`]).
@@ -483,7 +480,7 @@ impl CifarDataset {
     /// The size and XXH3-128 of each file as held, in order: what a resumed run compares.
     /// Reads every byte once.
     pub fn fingerprint(&self) -> Vec<FileFingerprint> {
-        self.files.iter().map(RecordFile::fingerprint).collect()
+        self.files.iter().map(FileBytes::fingerprint).collect()
     }
 }
 

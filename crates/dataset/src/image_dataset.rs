@@ -2,10 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::array::{AccessPattern, IdxArray};
+use crate::array::IdxArray;
 use crate::catalogue::{Family, Split, mnist_file_names};
 use crate::element::ElementType;
 use crate::error::{DatasetError, Result};
+use crate::file_bytes::AccessPattern;
 use crate::open::entry_exists;
 
 /// Images (N x H x W, `u8`) and their labels (N, `u8`), checked against each other on open:

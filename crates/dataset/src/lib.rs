@@ -104,6 +104,7 @@ mod error;
 mod fetch;
 #[cfg(feature = "fetch")]
 mod fetch_archive;
+mod file_bytes;
 mod fingerprint;
 mod gz;
 mod header;
@@ -111,14 +112,13 @@ mod image_dataset;
 mod mapping_guard;
 mod open;
 mod progress;
-mod record_file;
 mod splits;
 mod writer;
 
 pub use archive::{
     ExtractionLimits, extract_cifar_archive, md5_hex, md5_of_file, verify_cifar_archive,
 };
-pub use array::{AccessPattern, IdxArray, StorageKind};
+pub use array::IdxArray;
 pub use atomic::write_file_atomically;
 pub use catalogue::{
     CatalogueFile, DATA_FOLDER_VARIABLE, DataFolderOrigin, Family, Split, SplitFiles,
@@ -148,6 +148,7 @@ pub use fetch::{
 };
 #[cfg(feature = "fetch")]
 pub use fetch_archive::{FetchedCifar, fetch_cifar};
+pub use file_bytes::{AccessPattern, StorageKind};
 pub use fingerprint::{DatasetFingerprint, FileFingerprint};
 pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
 pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};

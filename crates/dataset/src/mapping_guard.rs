@@ -59,7 +59,7 @@
 //! What the handler relies on, which the rest of the crate upholds:
 //!
 //! - A registered range is a live read-only map, registered after it is mapped and removed from
-//!   the table before it is unmapped (field order in each `Storage::Mapped`), so two live slots
+//!   the table before it is unmapped (field order in `FileBytes`'s `Storage::Mapped`), so two live slots
 //!   never hold overlapping ranges. A bad-address fault inside a registered range comes from code
 //!   reading the map's bytes, which borrows its owner, so the map (and its registration) cannot
 //!   be dropped while the handler runs: the range it replaces with zero pages is still that map,

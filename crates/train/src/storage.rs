@@ -4,13 +4,16 @@
 use std::fmt;
 use std::path::Path;
 
-use reclaim_dataset::{CifarSplits, CifarVariant, DatasetSplits, ImageDataset, Split};
+use reclaim_dataset::{CifarSplits, CifarVariant, DatasetSplits, ImageDataset, Split, StorageKind};
 use serde::{Serialize, Serializer};
 
 use crate::TrainError;
 
 /// How a run holds its dataset: read into memory (safe, the default), or memory-mapped (no copy,
 /// pages shared with the page cache, but the files must not change during the run).
+///
+/// It wraps reclaim-dataset's [`StorageKind`] ([`DatasetStorage::kind`]): the kind itself says
+/// nothing of a promise, this type is the token that makes it.
 ///
 /// Mapped storage is chosen with the `unsafe` [`DatasetStorage::mapped`], so that the promise
 /// the mapping needs is made, once, by whoever chooses it; every function that opens the
@@ -23,16 +26,16 @@ use crate::TrainError;
 /// assert_eq!(DatasetStorage::default(), DatasetStorage::owned());
 /// assert_eq!(DatasetStorage::owned().to_string(), "owned");
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DatasetStorage {
-    kind: StorageChoice,
+    kind: StorageKind,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-enum StorageChoice {
-    #[default]
-    Owned,
-    Mapped,
+impl Default for DatasetStorage {
+    /// [`DatasetStorage::owned`].
+    fn default() -> Self {
+        DatasetStorage::owned()
+    }
 }
 
 impl DatasetStorage {
@@ -41,7 +44,7 @@ impl DatasetStorage {
     /// the run.
     pub const fn owned() -> Self {
         DatasetStorage {
-            kind: StorageChoice::Owned,
+            kind: StorageKind::Owned,
         }
     }
 
@@ -63,22 +66,27 @@ impl DatasetStorage {
     /// the run reads the new bytes. The guard is a mitigation, not a guarantee.
     pub const unsafe fn mapped() -> Self {
         DatasetStorage {
-            kind: StorageChoice::Mapped,
+            kind: StorageKind::Mapped,
         }
+    }
+
+    /// Mapped or owned.
+    pub const fn kind(self) -> StorageKind {
+        self.kind
     }
 
     /// Whether the files are mapped.
     pub const fn is_mapped(self) -> bool {
-        matches!(self.kind, StorageChoice::Mapped)
+        matches!(self.kind, StorageKind::Mapped)
     }
 
     /// Opens both splits of `folder` with this storage.
     pub fn open_splits(self, folder: &Path) -> Result<DatasetSplits, TrainError> {
         Ok(match self.kind {
-            StorageChoice::Owned => DatasetSplits::open_owned(folder)?,
+            StorageKind::Owned => DatasetSplits::open_owned(folder)?,
             // SAFETY: `mapped()` is the only way to this variant, and its caller promised
             // memmap2's contract for the dataset's files (see `DatasetStorage::mapped`).
-            StorageChoice::Mapped => unsafe { DatasetSplits::open_mapped(folder)? },
+            StorageKind::Mapped => unsafe { DatasetSplits::open_mapped(folder)? },
         })
     }
 
@@ -89,29 +97,26 @@ impl DatasetStorage {
         variant: CifarVariant,
     ) -> Result<CifarSplits, TrainError> {
         Ok(match self.kind {
-            StorageChoice::Owned => CifarSplits::open_owned(folder, variant)?,
+            StorageKind::Owned => CifarSplits::open_owned(folder, variant)?,
             // SAFETY: as in `open_splits`: the caller of `mapped()` promised the contract for
             // every file of the dataset folder, the CIFAR record files included.
-            StorageChoice::Mapped => unsafe { CifarSplits::open_mapped(folder, variant)? },
+            StorageKind::Mapped => unsafe { CifarSplits::open_mapped(folder, variant)? },
         })
     }
 
     /// Opens one split of `folder` with this storage.
     pub fn open_split(self, folder: &Path, split: Split) -> Result<ImageDataset, TrainError> {
         Ok(match self.kind {
-            StorageChoice::Owned => ImageDataset::open_owned(folder, split)?,
+            StorageKind::Owned => ImageDataset::open_owned(folder, split)?,
             // SAFETY: as in `open_splits`: the caller of `mapped()` promised the contract.
-            StorageChoice::Mapped => unsafe { ImageDataset::open_mapped(folder, split)? },
+            StorageKind::Mapped => unsafe { ImageDataset::open_mapped(folder, split)? },
         })
     }
 }
 
 impl fmt::Display for DatasetStorage {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(match self.kind {
-            StorageChoice::Owned => "owned",
-            StorageChoice::Mapped => "mapped",
-        })
+        fmt::Display::fmt(&self.kind, formatter)
     }
 }
 
