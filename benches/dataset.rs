@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::dataset::{
-    AccessPattern, Family, ImageDataset, Split, decompress_gz_cached, default_data_folder,
+    AccessPattern, Family, ImageDataset, Split, default_data_folder, idx::decompress_gz_cached,
 };
 
 fn mnist_folder() -> PathBuf {

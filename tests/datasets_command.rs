@@ -7,7 +7,10 @@ mod common;
 use std::path::Path;
 
 use common::{reclaim, scratch, text};
-use reclaim_dataset::{CifarRecord, CifarVariant, write_cifar_batch, write_idx};
+use reclaim_dataset::{
+    cifar::{CifarRecord, CifarVariant, write_cifar_batch},
+    idx::write_idx,
+};
 
 /// A CIFAR-10 folder of `per_file` records in each of the six files, in the archive's own
 /// subfolder (`cifar-10-batches-bin/`), as `reclaim fetch` leaves it.

@@ -12,7 +12,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{reclaim, scratch, text};
-use reclaim_dataset::{IdxArray, write_idx};
+use reclaim_dataset::idx::{IdxArray, write_idx};
 use reclaim_model::{MlpConfig, WeightFormat};
 use reclaim_train::{EpochMetrics, StepMetrics, latest_checkpoint, read_json_lines};
 

@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reclaim::dataset::{
-    CIFAR_IMAGE_BYTES, CifarRecord, CifarVariant, Split, md5_of_file, write_cifar_batch,
+    Split,
+    cifar::{CIFAR_IMAGE_BYTES, CifarRecord, CifarVariant, md5_of_file, write_cifar_batch},
 };
 
 mod common;

@@ -9,8 +9,10 @@ mod common;
 
 use common::{reclaim, scratch, text};
 use reclaim::dataset::{
-    CIFAR_IMAGE_BYTES, CifarRecord, CifarVariant, Split, workspace_data_folder, write_cifar_batch,
-    write_idx,
+    Split,
+    catalogue::workspace_data_folder,
+    cifar::{CIFAR_IMAGE_BYTES, CifarRecord, CifarVariant, write_cifar_batch},
+    idx::write_idx,
 };
 
 fn inspect(arguments: &[&Path]) -> Output {

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use reclaim_dataset::{ElementType, IdxArray, IdxElement, encode_idx, parse_idx_header};
+use reclaim_dataset::idx::{ElementType, IdxArray, IdxElement, encode_idx, parse_idx_header};
 
 fn round_trip<T: IdxElement>(array: &IdxArray, original: &[u8]) {
     let values = array.to_vec::<T>().expect("the element type matches");

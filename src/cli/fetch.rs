@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reclaim_dataset::{
-    CifarVariant, DatasetError, DatasetName, DownloadLimits, Family, FetchOptions, FetchOrigin,
-    ProgressDisplay, default_data_folder, default_dataset_folder, fetch_cifar, fetch_family,
+    DatasetError, DatasetName, Family, ProgressDisplay,
+    cifar::CifarVariant,
+    default_data_folder, default_dataset_folder,
+    fetch::{DownloadLimits, FetchOptions, FetchOrigin, fetch_cifar, fetch_family},
 };
 
 use crate::cli::interrupt;

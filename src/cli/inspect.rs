@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use reclaim_dataset::{
-    CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarDataset,
-    CifarLabelKind, CifarVariant, DatasetError, DatasetName, ElementType, Family, IdxArray,
-    ImageDataset, Split, locate_cifar_files, locate_split_files, md5_of_file, verify_cifar_folder,
-    verify_dataset_folder,
+    CifarDataset, DatasetError, DatasetName, Family, ImageDataset, Split,
+    catalogue::verify_dataset_folder,
+    cifar::{
+        CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarLabelKind,
+        CifarVariant, locate_cifar_files, md5_of_file, verify_cifar_folder,
+    },
+    idx::{ElementType, IdxArray, locate_split_files},
 };
 
 /// Arguments of `reclaim inspect`.

@@ -7,10 +7,10 @@ use std::path::{Component, Path, PathBuf};
 use flate2::read::GzDecoder;
 use md5::{Digest, Md5};
 
-use crate::catalogue::Split;
-use crate::cifar::{CifarArchive, CifarVariant};
 use crate::cifar_dataset::verify_cifar_file;
+use crate::cifar_variant::{CifarArchive, CifarVariant};
 use crate::error::{ArchiveEntryProblem, DatasetError, Result};
+use crate::family::Split;
 use crate::open::open_regular;
 
 /// Limits on what [`extract_cifar_archive`] writes, so that a hostile or broken archive cannot

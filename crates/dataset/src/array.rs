@@ -20,7 +20,7 @@ use crate::open::open_regular;
 /// works on data known to be complete. The bytes are either memory-mapped
 /// ([`IdxArray::open_mapped`]) or read into memory ([`IdxArray::open_owned`],
 /// [`IdxArray::from_bytes`]). A `.gz` path is decompressed once into a cache folder beside it or
-/// in the user's cache folder (see [`crate::decompress_gz_cached`]) and the decompressed file is opened,
+/// in the user's cache folder (see [`crate::idx::decompress_gz_cached`]) and the decompressed file is opened,
 /// or, when no cache can be written, decompressed into memory.
 ///
 /// Dropping the array releases the memory: the map is unmapped or the buffer freed.
@@ -75,7 +75,7 @@ impl IdxArray {
     /// Only regular files are opened ([`DatasetError::NotARegularFile`] for a FIFO, socket,
     /// device or folder, without blocking).
     ///
-    /// A `.gz` path is mapped from its decompressed cache file (see [`crate::decompress_gz_cached`]:
+    /// A `.gz` path is mapped from its decompressed cache file (see [`crate::idx::decompress_gz_cached`]:
     /// beside the `.gz`, else in the user's cache folder). When no cache location can be written
     /// (a read-only data folder and no writable `$XDG_CACHE_HOME` or `~/.cache`), the file is
     /// decompressed into memory instead and the array is [`StorageKind::Owned`]: it then costs
@@ -85,7 +85,7 @@ impl IdxArray {
     ///
     /// This is memmap2's contract for [`memmap2::Mmap::map`]: the file must not be modified or
     /// truncated (by this or any other process) while the array exists. Files written by this
-    /// crate ([`crate::write_idx`], the `.gz` cache, fetching) are replaced by renaming, never
+    /// crate ([`crate::idx::write_idx`], the `.gz` cache, fetching) are replaced by renaming, never
     /// modified in place, so they satisfy this.
     ///
     /// What happens when the contract is broken anyway:

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::catalogue::{CatalogueFile, Family, Split};
 use crate::element::ElementType;
 use crate::error::{DatasetError, Result};
+use crate::family::{CatalogueFile, Family, Split};
 use crate::gz::{decompress_gz_cached, decompress_validated, is_gz_path};
 use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
 use crate::image_dataset::locate_split_files;
@@ -173,12 +173,12 @@ mod tests {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("t10k-labels-idx1-ubyte");
         let entry = Family::Mnist.files(Split::Test).labels;
-        crate::write_idx::<u8>(&path, &[3], &[1, 2, 3]).unwrap();
+        crate::idx::write_idx::<u8>(&path, &[3], &[1, 2, 3]).unwrap();
         assert!(matches!(
             verify_file(&path, &entry),
             Err(DatasetError::UnexpectedShape { .. })
         ));
-        crate::write_idx::<u8>(&path, &[10_000], &[0; 10_000]).unwrap();
+        crate::idx::write_idx::<u8>(&path, &[10_000], &[0; 10_000]).unwrap();
         match verify_file(&path, &entry) {
             Err(DatasetError::ChecksumMismatch {
                 path: reported,

@@ -4,12 +4,12 @@
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::catalogue::Split;
-use crate::cifar::{
+use crate::cifar_variant::{
     CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarLabelKind,
     CifarVariant,
 };
 use crate::error::{DatasetError, Result};
+use crate::family::Split;
 use crate::file_bytes::{AccessPattern, FileBytes, StorageKind};
 use crate::fingerprint::FileFingerprint;
 use crate::open::{entry_exists, open_regular};
@@ -91,7 +91,7 @@ fn check_labels(path: &Path, bytes: &[u8], variant: CifarVariant) -> Result<()> 
 /// number of records. Only regular files are opened.
 ///
 /// ```
-/// use reclaim_dataset::{CifarRecord, CifarVariant, verify_cifar_file, write_cifar_batch};
+/// use reclaim_dataset::cifar::{CifarRecord, CifarVariant, verify_cifar_file, write_cifar_batch};
 ///
 /// let folder = tempfile::tempdir()?;
 /// let path = folder.path().join("test_batch.bin");
@@ -207,7 +207,7 @@ impl CifarDataset {
     ///
     /// # Safety
     ///
-    /// memmap2's contract, as for [`crate::IdxArray::open_mapped`]: no file of the split may be
+    /// memmap2's contract, as for [`crate::idx::IdxArray::open_mapped`]: no file of the split may be
     /// modified or truncated while the dataset exists. If one is truncated anyway, on Linux with
     /// the guard installed ([`crate::install_sigbus_guard`]) a read past its end reads zeros
     /// instead of killing the process, and
@@ -472,7 +472,7 @@ impl CifarDataset {
             .try_for_each(FileBytes::verify_mapping_intact)
     }
 
-    /// Tells the kernel how the mapped files will be read (see [`crate::IdxArray::advise`]).
+    /// Tells the kernel how the mapped files will be read (see [`crate::idx::IdxArray::advise`]).
     pub fn advise(&self, pattern: AccessPattern) -> Result<()> {
         self.files.iter().try_for_each(|file| file.advise(pattern))
     }

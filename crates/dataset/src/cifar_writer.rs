@@ -4,7 +4,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use crate::atomic::AtomicFile;
-use crate::cifar::{CIFAR_IMAGE_BYTES, CifarLabelKind, CifarVariant};
+use crate::cifar_variant::{CIFAR_IMAGE_BYTES, CifarLabelKind, CifarVariant};
 use crate::error::{CifarRecordProblem, DatasetError, Result};
 
 /// One record to write: its labels and its 3072 image bytes (C x H x W: the red plane, the
@@ -104,7 +104,7 @@ fn check_records(
 /// (CIFAR-10) is [`DatasetError::InvalidCifarRecord`].
 ///
 /// ```
-/// use reclaim_dataset::{CifarRecord, CifarVariant, encode_cifar};
+/// use reclaim_dataset::cifar::{CifarRecord, CifarVariant, encode_cifar};
 ///
 /// let image = [5u8; 3072];
 /// let bytes = encode_cifar(CifarVariant::Cifar100, &[CifarRecord::cifar100(3, 42, &image)])?;

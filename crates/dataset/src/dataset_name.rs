@@ -5,9 +5,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::catalogue::{Family, Split, data_root, folder_holds_dataset_files, resolve_data_folder};
-use crate::cifar::{CIFAR_CHANNELS, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarVariant};
+use crate::cifar_variant::{CIFAR_CHANNELS, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarVariant};
 use crate::error::{DatasetError, Result};
+use crate::family::{Family, Split, data_root, folder_holds_dataset_files, resolve_data_folder};
 use crate::open::entry_exists;
 
 /// A dataset of the catalogue: one of the MNIST [`Family`] (four IDX files, 28 x 28 grey) or a
@@ -17,7 +17,7 @@ use crate::open::entry_exists;
 /// optional: `cifar10`, `Fashion_MNIST`), so it can back a `--dataset` option.
 ///
 /// ```
-/// use reclaim_dataset::{CifarVariant, DatasetName, Family};
+/// use reclaim_dataset::{DatasetName, Family, cifar::CifarVariant};
 ///
 /// let dataset: DatasetName = "cifar-100".parse()?;
 /// assert_eq!(dataset.cifar_variant(), Some(CifarVariant::Cifar100));
@@ -259,7 +259,7 @@ pub fn resolve_dataset_folder(argument: Option<&Path>, dataset: DatasetName) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::DataFolderOrigin;
+    use crate::family::DataFolderOrigin;
 
     #[test]
     fn names_round_trip_and_unknown_names_are_typed_errors() {

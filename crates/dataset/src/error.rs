@@ -101,7 +101,7 @@ pub enum DatasetError {
     /// A memory-mapped file was truncated while mapped (also what overwriting it in place, as
     /// `cp` onto it does, starts with): a read past its new end faulted, and the map has read as
     /// zeros since. Reported by
-    /// [`IdxArray::verify_mapping_intact`](crate::IdxArray::verify_mapping_intact), only while the
+    /// [`IdxArray::verify_mapping_intact`](crate::idx::IdxArray::verify_mapping_intact), only while the
     /// program has the `SIGBUS` guard installed ([`crate::install_sigbus_guard`]; without it the
     /// read kills the process). On Linux a read error of the file's storage during the page
     /// fault looks the same to the guard and is reported as this too.
@@ -200,7 +200,7 @@ pub enum DatasetError {
         /// The length of one record of `variant`.
         record_length: usize,
         /// The CIFAR variant the file was read as.
-        variant: crate::cifar::CifarVariant,
+        variant: crate::cifar_variant::CifarVariant,
     },
     /// A label byte of a CIFAR record is not below the number of classes of its kind.
     #[error(
@@ -211,8 +211,8 @@ pub enum DatasetError {
         path: PathBuf,
         /// The position of the first bad record in that file (from 0).
         record: usize,
-        /// Which label byte of the record (CIFAR-10's only label is [`crate::CifarLabelKind::Fine`]).
-        kind: crate::cifar::CifarLabelKind,
+        /// Which label byte of the record (CIFAR-10's only label is [`crate::cifar::CifarLabelKind::Fine`]).
+        kind: crate::cifar_variant::CifarLabelKind,
         /// Its value.
         label: u8,
         /// The number of classes of that kind.
@@ -222,7 +222,7 @@ pub enum DatasetError {
     #[error("{variant} has no coarse labels (only CIFAR-100 has)")]
     NoCoarseLabels {
         /// The variant asked.
-        variant: crate::cifar::CifarVariant,
+        variant: crate::cifar_variant::CifarVariant,
     },
     /// A record given to the CIFAR writer is not a valid record of its variant.
     #[error("{}{variant} record {index}: {problem}", path_prefix(path.as_ref()))]
@@ -230,7 +230,7 @@ pub enum DatasetError {
         /// The file being written, if any.
         path: Option<PathBuf>,
         /// The variant being written.
-        variant: crate::cifar::CifarVariant,
+        variant: crate::cifar_variant::CifarVariant,
         /// The position of the record among those given.
         index: usize,
         /// What is wrong with it.
@@ -257,7 +257,7 @@ pub enum DatasetError {
         /// The data folder as given (argument, environment variable or default).
         given: PathBuf,
         /// Where that folder came from.
-        origin: crate::catalogue::DataFolderOrigin,
+        origin: crate::family::DataFolderOrigin,
         /// The dataset's subfolder also looked in.
         dataset_folder: PathBuf,
         /// The dataset looked for.
@@ -374,17 +374,17 @@ pub enum DatasetError {
         origin.describe(),
         given.display(),
         family_folder.display(),
-        images = crate::catalogue::mnist_file_names(crate::catalogue::Split::Train).0
+        images = crate::family::mnist_file_names(crate::family::Split::Train).0
     )]
     DataFolderNotFound {
         /// The data folder as given (argument, environment variable or default).
         given: PathBuf,
         /// Where that folder came from.
-        origin: crate::catalogue::DataFolderOrigin,
+        origin: crate::family::DataFolderOrigin,
         /// The family's subfolder also looked in.
         family_folder: PathBuf,
         /// The family looked for.
-        family: crate::catalogue::Family,
+        family: crate::family::Family,
     },
     /// Downloading from a URL failed.
     #[error("{url}: download failed")]
@@ -513,7 +513,7 @@ pub enum CifarRecordProblem {
     #[error("{kind} label {label} is not below the number of {kind} classes ({classes})")]
     LabelOutOfRange {
         /// Which label.
-        kind: crate::cifar::CifarLabelKind,
+        kind: crate::cifar_variant::CifarLabelKind,
         /// Its value.
         label: u8,
         /// The number of classes of that kind.
@@ -543,19 +543,19 @@ pub enum ArchiveEntryProblem {
     /// A device, FIFO or other special entry.
     #[error("not a regular file or folder")]
     SpecialFile,
-    /// Larger than [`crate::ExtractionLimits::maximum_entry_bytes`].
+    /// Larger than [`crate::cifar::ExtractionLimits::maximum_entry_bytes`].
     #[error("larger than the limit of {limit} bytes")]
     TooLarge {
         /// The limit in bytes.
         limit: u64,
     },
-    /// The entries so far add up to more than [`crate::ExtractionLimits::maximum_total_bytes`].
+    /// The entries so far add up to more than [`crate::cifar::ExtractionLimits::maximum_total_bytes`].
     #[error("the archive's files add up to more than the limit of {limit} bytes")]
     TotalTooLarge {
         /// The limit in bytes.
         limit: u64,
     },
-    /// More entries than [`crate::ExtractionLimits::maximum_entries`].
+    /// More entries than [`crate::cifar::ExtractionLimits::maximum_entries`].
     #[error("more than {limit} entries")]
     TooManyEntries {
         /// The limit.

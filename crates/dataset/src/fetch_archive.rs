@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 
 use crate::archive::{ExtractionLimits, extract_cifar_archive, verify_cifar_archive};
 use crate::atomic::AtomicFile;
-use crate::catalogue::CatalogueFile;
-use crate::cifar::CifarArchive;
 use crate::cifar_dataset::verify_cifar_folder;
+use crate::cifar_variant::CifarArchive;
 use crate::error::{DatasetError, MirrorAttempt, Result};
-use crate::fetch::{
+use crate::family::CatalogueFile;
+use crate::fetch_file::{
     FetchOptions, FetchOrigin, Mirror, open_source, progress_bar, receive,
     remove_stale_partial_files,
 };
@@ -79,11 +79,11 @@ fn download_archive(
 /// Makes a CIFAR variant's record files available under `folder` (e.g. `data/cifar-10`).
 ///
 /// If the folder already holds every record file of both splits, valid (directly or in
-/// `archive.folder_in_archive`: see [`crate::locate_cifar_files`]), nothing is done. Else, if
+/// `archive.folder_in_archive`: see [`crate::cifar::locate_cifar_files`]), nothing is done. Else, if
 /// it holds the archive and its MD5 is `archive.md5`, the archive is unpacked (see
 /// [`extract_cifar_archive`]). Else each mirror of `options` is tried in order: the archive is
 /// downloaded into a temporary file in `folder` (under the limits and the cancellation flag of
-/// `options`, as [`crate::fetch_file`] does), its MD5 checked ([`DatasetError::Md5Mismatch`]),
+/// `options`, as [`crate::fetch::fetch_file`] does), its MD5 checked ([`DatasetError::Md5Mismatch`]),
 /// renamed into place, then unpacked (an archive that cannot be unpacked is removed again). A
 /// failure leaves no file behind and moves on to the next
 /// mirror; when all fail, [`DatasetError::AllMirrorsFailed`] lists every attempt; an

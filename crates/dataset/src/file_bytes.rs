@@ -15,7 +15,7 @@ use crate::fingerprint::FileFingerprint;
 use crate::mapping_guard::MappingRegistration;
 use crate::open::open_regular;
 
-/// Where a file's bytes live: mapped or owned ([`crate::IdxArray::storage`],
+/// Where a file's bytes live: mapped or owned ([`crate::idx::IdxArray::storage`],
 /// [`crate::ImageDataset`], [`crate::CifarDataset::storage`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StorageKind {
@@ -86,7 +86,7 @@ impl FileBytes {
     ///
     /// memmap2's contract for [`memmap2::Mmap::map`]: the file must not be modified or
     /// truncated (by this or any other process) while the returned value exists. What happens
-    /// when it is broken anyway is told once, on [`crate::IdxArray::open_mapped`].
+    /// when it is broken anyway is told once, on [`crate::idx::IdxArray::open_mapped`].
     pub(crate) unsafe fn open_mapped(
         path: &Path,
         check_length: impl Fn(&Path, u64) -> Result<()>,

@@ -6,7 +6,7 @@ use crate::checksum::xxh3_128_hex;
 /// and data, as the array holds it in its map or buffer).
 ///
 /// XXH3 is not a cryptographic hash: this tells whether a file changed, not whether someone
-/// forged it (the catalogue's SHA-256s are for that, see [`crate::verify_file`]).
+/// forged it (the catalogue's SHA-256s are for that, see [`crate::catalogue::verify_file`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FileFingerprint {

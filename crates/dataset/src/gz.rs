@@ -376,7 +376,7 @@ fn gz_cache_locations_under(gz_path: &Path, user_roots: &[PathBuf]) -> Result<Ve
 /// record written the same way. Two processes decompressing at once both succeed (the last
 /// rename wins, the contents are equal), and a failure leaves no file behind.
 ///
-/// [`DatasetError::CacheUnavailable`] when no location can be written; [`crate::IdxArray`]
+/// [`DatasetError::CacheUnavailable`] when no location can be written; [`crate::idx::IdxArray`]
 /// then decompresses into memory instead.
 pub fn decompress_gz_cached(gz_path: &Path) -> Result<PathBuf> {
     decompress_gz_cached_under(gz_path, &user_cache_roots())
@@ -529,12 +529,12 @@ mod tests {
         let last = forged.len() - 1;
         forged[last] ^= 0xFF;
         std::fs::write(&cache, &forged).unwrap();
-        let owned = crate::IdxArray::open_owned_under(&gz_path, &[]).unwrap();
+        let owned = crate::idx::IdxArray::open_owned_under(&gz_path, &[]).unwrap();
         assert_eq!(owned.as_u8().unwrap(), pixels.as_slice());
         std::fs::write(&cache, &forged).unwrap();
         // SAFETY: nothing modifies the cache file while the array lives (it was replaced by a
         // rename before being mapped).
-        let mapped = unsafe { crate::IdxArray::open_mapped_under(&gz_path, &[]) }.unwrap();
+        let mapped = unsafe { crate::idx::IdxArray::open_mapped_under(&gz_path, &[]) }.unwrap();
         assert_eq!(mapped.as_u8().unwrap(), pixels.as_slice());
         assert_eq!(
             std::fs::read(&cache).unwrap(),

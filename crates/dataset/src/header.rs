@@ -184,7 +184,7 @@ impl IdxHeader {
 ///
 /// ```
 /// use std::path::Path;
-/// use reclaim_dataset::{ElementType, parse_idx_header};
+/// use reclaim_dataset::idx::{ElementType, parse_idx_header};
 ///
 /// let bytes = [0, 0, 0x08, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6];
 /// let header = parse_idx_header(&bytes, Path::new("tiny"), bytes.len() as u64)?;

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::array::IdxArray;
-use crate::catalogue::{Family, Split, mnist_file_names};
 use crate::element::ElementType;
 use crate::error::{DatasetError, Result};
+use crate::family::{Family, Split, mnist_file_names};
 use crate::file_bytes::AccessPattern;
 use crate::open::entry_exists;
 
@@ -261,7 +261,7 @@ mod tests {
     use super::*;
     use crate::writer::encode_idx;
 
-    fn array<T: crate::IdxElement>(name: &str, shape: &[usize], data: &[T]) -> IdxArray {
+    fn array<T: crate::idx::IdxElement>(name: &str, shape: &[usize], data: &[T]) -> IdxArray {
         IdxArray::from_bytes(name, encode_idx(shape, data).unwrap()).unwrap()
     }
 
@@ -396,8 +396,8 @@ mod tests {
         let images_path = folder.path().join("t10k-images-idx3-ubyte");
         // 64 images of 28 x 28: several pages past the header.
         let count = 64;
-        crate::write_idx(&images_path, &[count, 28, 28], &vec![9u8; count * 28 * 28]).unwrap();
-        crate::write_idx(
+        crate::idx::write_idx(&images_path, &[count, 28, 28], &vec![9u8; count * 28 * 28]).unwrap();
+        crate::idx::write_idx(
             folder.path().join("t10k-labels-idx1-ubyte"),
             &[count],
             &vec![3u8; count],

@@ -1,57 +1,66 @@
-//! `reclaim-dataset`: the IDX file format and the MNIST family, the CIFAR-10 and CIFAR-100 binary
-//! format, with nothing of Burn or batching.
+//! `reclaim-dataset`: image datasets from files, with nothing of Burn or batching: the IDX
+//! format and the MNIST family, the CIFAR-10 and CIFAR-100 binary format. Every file is
+//! validated when opened, then memory-mapped or read into memory.
 //!
-//! - [`IdxArray`]: one IDX file (any of the six element types, rank 1 to 255), validated on open
-//!   (the file's length must be exactly header plus data), either memory-mapped
-//!   ([`IdxArray::open_mapped`]) or read into memory ([`IdxArray::open_owned`],
-//!   [`IdxArray::from_bytes`]). Zero-copy access to `u8`/`i8` data and rows, decoding for the
-//!   multi-byte types ([`IdxArray::to_vec`]). A `.gz` path is decompressed once into a `cache/`
-//!   folder beside it ([`decompress_gz_cached`]).
-//! - [`parse_idx_header`] / [`IdxHeader`]: the header parser (the fuzz target's entry point).
-//! - [`write_idx`] / [`encode_idx`]: the writer, for every type and rank; files are written
-//!   atomically (temporary file, then rename).
-//! - [`ImageDataset`]: images (N x H x W `u8`) and labels (N `u8`) of one [`Split`], checked against
-//!   each other; `Send + Sync`, zero copy, unmapped on drop. [`DatasetSplits`]: both splits of a
-//!   folder, mapped together ([`DatasetSplits::open_mapped`]) or read into memory
-//!   ([`DatasetSplits::open_owned`]).
+//! # Brief overview
+//!
+//! The main types are at the root:
+//!
+//! - [`ImageDataset`]: images (N x H x W `u8`) and labels (N `u8`) of one [`Split`] of an IDX
+//!   folder, checked against each other; `Send + Sync`, zero copy, unmapped on drop.
+//!   [`DatasetSplits`]: both splits of a folder, mapped together
+//!   ([`DatasetSplits::open_mapped`]) or read into memory ([`DatasetSplits::open_owned`]).
+//! - [`CifarDataset`]: one split of CIFAR-10 or CIFAR-100 over its record files (CIFAR-10's
+//!   training split is five), validated on open (a whole, non-zero number of records per file;
+//!   every label in range); images lent as 3072-byte C x H x W slices without a copy.
+//!   [`CifarSplits`]: both splits of a folder.
+//! - [`StorageKind`]: whether a dataset's bytes are mapped or owned (one way of holding a file's
+//!   bytes serves IDX and CIFAR alike); [`AccessPattern`]: a hint for how a map will be read.
+//! - [`DatasetName`]: every dataset of the catalogue (MNIST family and CIFAR), parsed from a
+//!   `--dataset` value; [`resolve_dataset_folder`] / [`default_dataset_folder`] find its folder;
+//!   [`Family`] is the MNIST family and [`default_data_folder`] its folder.
+//! - [`DatasetSplits::fingerprint`] → [`DatasetFingerprint`]: the size and XXH3-128 of each file
+//!   as held (a [`FileFingerprint`] each), for a resumed run to check it reads the same data;
+//!   (de)serializes with the feature `serde`.
 //! - [`install_sigbus_guard`] (Linux; the program calls it, no mapping does): a mitigation for
 //!   a mapped file truncated by someone else while mapped, not a guarantee. Once installed, a
 //!   read past the new end does not kill the process with `SIGBUS`; the map reads as zeros from
-//!   the fault on, and [`IdxArray::verify_mapping_intact`] /
-//!   [`ImageDataset::verify_mapping_intact`] report [`DatasetError::MappedFileChanged`]; every
+//!   the fault on, and `verify_mapping_intact` ([`ImageDataset::verify_mapping_intact`],
+//!   [`CifarDataset::verify_mapping_intact`]) reports [`DatasetError::MappedFileChanged`]; every
 //!   other `SIGBUS` goes to the action installed before it ([`SigbusGuardInstallation`],
 //!   [`is_sigbus_guard_installed`]; what is and is not caught: [`install_sigbus_guard`],
-//!   [`IdxArray::open_mapped`]).
-//! - [`DatasetSplits::fingerprint`] → [`DatasetFingerprint`]: the size and XXH3-128 of each of
-//!   the four files as held (a [`FileFingerprint`] each, also from [`IdxArray::fingerprint`]),
-//!   for a resumed run to check it reads the same data; (de)serializes with the feature `serde`.
+//!   [`idx::IdxArray::open_mapped`]).
 //! - [`write_file_atomically`]: the workspace's one atomic write (temporary file, then rename).
 //! - [`ProgressDisplay`]: bar or nothing, for downloads here and epochs in `reclaim-train`; the
 //!   bar itself with the cargo feature `progress`.
-//! - [`Family`]: the catalogue of MNIST, Fashion-MNIST and KMNIST (file names, mirrors, SHA-256s
-//!   of the decompressed files, classes); [`default_data_folder`] finds the data;
-//!   [`verify_dataset_folder`] checks it.
-//! - With the cargo feature `fetch` (which implies `progress`): `fetch_family` / `fetch_file`
+//! - [`DatasetError`]: the one error type; every variant about a file names it. The types its
+//!   variants carry that belong to no one format are beside it ([`FileKind`], [`ShapeProblem`],
+//!   [`CifarRecordProblem`], [`ArchiveEntryProblem`], [`MirrorAttempt`]).
+//!
+//! The rest is in one module per topic:
+//!
+//! - [`idx`]: one IDX file as an [`idx::IdxArray`] (any of the six element types, rank 1 to
+//!   255; the file's length must be exactly header plus data), mapped or owned, zero copy for
+//!   `u8`/`i8`, decoding for the others; the header parser [`idx::parse_idx_header`] (the fuzz
+//!   target's entry point); the writer [`idx::write_idx`] / [`idx::encode_idx`] (atomic); the
+//!   `.gz` decompression cache ([`idx::decompress_gz_cached`]).
+//! - [`cifar`]: [`cifar::CifarVariant`] and [`cifar::CifarLabelKind`] (CIFAR-100's fine or
+//!   coarse labels), the writer [`cifar::write_cifar_batch`] / [`cifar::encode_cifar`]
+//!   ([`cifar::CifarRecord`]), file checks without mapping ([`cifar::verify_cifar_file`],
+//!   [`cifar::verify_cifar_folder`]), and the published `.tar.gz` ([`cifar::CifarArchive`],
+//!   [`cifar::verify_cifar_archive`]; [`cifar::extract_cifar_archive`] unpacks it atomically,
+//!   refusing absolute paths, `..`, links and special files).
+//! - [`catalogue`]: the MNIST family's files (names, SHA-256s of the decompressed files), where
+//!   the data folder is ([`catalogue::resolve_data_folder`]) and whether it is intact
+//!   ([`catalogue::verify_dataset_folder`]).
+//! - `fetch` (cargo feature `fetch`, which implies `progress`): `fetch_family` / `fetch_file`
 //!   download from the mirrors or a local mirror (`RECLAIM_MIRROR`), verify, and write
-//!   atomically.
-//! - [`CifarDataset`]: one split of CIFAR-10 or CIFAR-100 ([`CifarVariant`]) over its record
-//!   files (CIFAR-10's training split is five), mapped ([`CifarDataset::open_mapped`]) or owned
-//!   ([`CifarDataset::open_owned`]), validated on open (a whole, non-zero number of records
-//!   per file; every label in range); images lent as 3072-byte C x H x W slices without a copy;
-//!   CIFAR-100's fine or coarse labels ([`CifarLabelKind`]). [`CifarSplits`]: both splits of a
-//!   folder. [`write_cifar_batch`] / [`encode_cifar`] write the format byte for byte
-//!   ([`CifarRecord`]); [`verify_cifar_file`] / [`verify_cifar_folder`] check files without
-//!   mapping them.
-//! - [`CifarArchive`] (from [`CifarVariant::archive`]): the published `.tar.gz`, its location
-//!   and MD5 ([`verify_cifar_archive`]); [`extract_cifar_archive`] unpacks it atomically,
-//!   refusing absolute paths, `..`, links and special files, within [`ExtractionLimits`]; with
-//!   `fetch`, `fetch_cifar` downloads it (local mirror first) and unpacks it.
-//! - [`DatasetName`]: every dataset of the catalogue (MNIST family and CIFAR), parsed from a
-//!   `--dataset` value; [`resolve_dataset_folder`] / [`default_dataset_folder`] find its folder.
-//! - [`DatasetError`]: the one error type; every variant about a file names it.
+//!   atomically; `fetch_cifar` downloads and unpacks a CIFAR archive.
 //!
 //! ```
-//! use reclaim_dataset::{IdxArray, ImageDataset, Split, StorageKind, write_idx};
+//! use reclaim_dataset::cifar::{CifarLabelKind, CifarRecord, CifarVariant, write_cifar_batch};
+//! use reclaim_dataset::idx::{IdxArray, write_idx};
+//! use reclaim_dataset::{CifarDataset, ImageDataset, Split, StorageKind};
 //!
 //! let folder = tempfile::tempdir()?;
 //! // Two 2 x 3 images and their labels, under the MNIST test file names.
@@ -75,7 +84,6 @@
 //! assert_eq!(array.to_vec::<f32>()?, [0.5, -1.0, 2.0, 3.25]);
 //!
 //! // A CIFAR-100 test split of two records, in the published byte layout.
-//! use reclaim_dataset::{CifarDataset, CifarLabelKind, CifarRecord, CifarVariant, write_cifar_batch};
 //! let red = [255u8; 3072];
 //! let records = [CifarRecord::cifar100(4, 30, &red), CifarRecord::cifar100(19, 99, &red)];
 //! write_cifar_batch(folder.path().join("test.bin"), CifarVariant::Cifar100, &records)?;
@@ -84,6 +92,7 @@
 //! assert_eq!((cifar.len(), cifar.channels(), cifar.image_height()), (2, 3, 32));
 //! assert_eq!((cifar.label(1), cifar.coarse_label(1)), (99, Some(19)));
 //! assert_eq!(cifar.image(0), &red);
+//! assert_eq!(cifar.storage(), StorageKind::Mapped);
 //! let coarse = cifar.with_label_kind(CifarLabelKind::Coarse)?;
 //! assert_eq!((coarse.label(0), coarse.number_of_classes()), (4, 20));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -92,18 +101,18 @@
 mod archive;
 mod array;
 mod atomic;
-mod catalogue;
 mod checksum;
-mod cifar;
 mod cifar_dataset;
+mod cifar_variant;
 mod cifar_writer;
 mod dataset_name;
 mod element;
 mod error;
-#[cfg(feature = "fetch")]
-mod fetch;
+mod family;
 #[cfg(feature = "fetch")]
 mod fetch_archive;
+#[cfg(feature = "fetch")]
+mod fetch_file;
 mod file_bytes;
 mod fingerprint;
 mod gz;
@@ -115,49 +124,78 @@ mod progress;
 mod splits;
 mod writer;
 
-pub use archive::{
-    ExtractionLimits, extract_cifar_archive, md5_hex, md5_of_file, verify_cifar_archive,
-};
-pub use array::IdxArray;
 pub use atomic::write_file_atomically;
-pub use catalogue::{
-    CatalogueFile, DATA_FOLDER_VARIABLE, DataFolderOrigin, Family, Split, SplitFiles,
-    default_data_folder, resolve_data_folder, workspace_data_folder,
-};
-pub use checksum::{
-    FileVerification, sha256_hex, sha256_of_file, verify_dataset_folder, verify_file,
-};
-pub use cifar::{
-    CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarArchive,
-    CifarLabelKind, CifarVariant,
-};
-pub use cifar_dataset::{
-    CifarDataset, CifarFingerprint, CifarSplits, locate_cifar_files, verify_cifar_file,
-    verify_cifar_folder,
-};
-pub use cifar_writer::{CifarRecord, encode_cifar, write_cifar_batch};
+pub use cifar_dataset::{CifarDataset, CifarSplits};
 pub use dataset_name::{DatasetName, default_dataset_folder, resolve_dataset_folder};
-pub use element::{ElementType, IdxElement};
 pub use error::{
     ArchiveEntryProblem, CifarRecordProblem, DatasetError, MirrorAttempt, Result, ShapeProblem,
 };
-#[cfg(feature = "fetch")]
-pub use fetch::{
-    DownloadLimits, FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror, fetch_family,
-    fetch_file, remove_stale_partial_files,
-};
-#[cfg(feature = "fetch")]
-pub use fetch_archive::{FetchedCifar, fetch_cifar};
+pub use family::{Family, Split, default_data_folder};
 pub use file_bytes::{AccessPattern, StorageKind};
 pub use fingerprint::{DatasetFingerprint, FileFingerprint};
-pub use gz::{CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path};
-pub use header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
-pub use image_dataset::{ImageDataset, locate_split_files};
+pub use image_dataset::ImageDataset;
 pub use mapping_guard::{SigbusGuardInstallation, install_sigbus_guard, is_sigbus_guard_installed};
 pub use open::FileKind;
 pub use progress::ProgressDisplay;
 pub use splits::DatasetSplits;
-pub use writer::{encode_idx, write_idx};
+
+pub mod idx {
+    //! The IDX format: one file as an [`IdxArray`], its header, its element types, the writer,
+    //! the `.gz` decompression cache, and where a split's two files are.
+
+    pub use crate::array::IdxArray;
+    pub use crate::element::{ElementType, IdxElement};
+    pub use crate::gz::{
+        CACHE_FOLDER_NAME, decompress_gz_cached, gz_cache_locations, gz_cache_path,
+    };
+    pub use crate::header::{IdxHeader, MAXIMUM_HEADER_LENGTH, parse_idx_header};
+    pub use crate::image_dataset::locate_split_files;
+    pub use crate::writer::{encode_idx, write_idx};
+}
+
+pub mod cifar {
+    //! The CIFAR-10 and CIFAR-100 binary format: variants and label kinds, the record layout and
+    //! its writer, file checks, and the published archive (location, MD5, safe extraction).
+    //! The datasets themselves are [`crate::CifarDataset`] and [`crate::CifarSplits`].
+
+    pub use crate::archive::{
+        ExtractionLimits, extract_cifar_archive, md5_hex, md5_of_file, verify_cifar_archive,
+    };
+    pub use crate::cifar_dataset::{
+        CifarFingerprint, locate_cifar_files, verify_cifar_file, verify_cifar_folder,
+    };
+    pub use crate::cifar_variant::{
+        CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarArchive,
+        CifarLabelKind, CifarVariant,
+    };
+    pub use crate::cifar_writer::{CifarRecord, encode_cifar, write_cifar_batch};
+}
+
+pub mod catalogue {
+    //! The MNIST family's catalogue (file names, SHA-256s, classes), where the data folder is,
+    //! and whether its files are intact. [`crate::Family`], [`crate::Split`] and
+    //! [`crate::default_data_folder`] are at the crate's root.
+
+    pub use crate::checksum::{
+        FileVerification, sha256_hex, sha256_of_file, verify_dataset_folder, verify_file,
+    };
+    pub use crate::family::{
+        CatalogueFile, DATA_FOLDER_VARIABLE, DataFolderOrigin, SplitFiles, resolve_data_folder,
+        workspace_data_folder,
+    };
+}
+
+#[cfg(feature = "fetch")]
+pub mod fetch {
+    //! Downloading (cargo feature `fetch`): the MNIST family's files and the CIFAR archives, from
+    //! their mirrors or a local mirror (`RECLAIM_MIRROR`), verified and written atomically.
+
+    pub use crate::fetch_archive::{FetchedCifar, fetch_cifar};
+    pub use crate::fetch_file::{
+        DownloadLimits, FetchOptions, FetchOrigin, FetchedFile, MIRROR_VARIABLE, Mirror,
+        fetch_family, fetch_file, remove_stale_partial_files,
+    };
+}
 
 /// The README's examples, run as doctests.
 #[cfg(doctest)]

@@ -6,7 +6,7 @@
 //! past the end of the file raises `SIGBUS`, whose default action kills the process. The guard
 //! turns that death into a typed error, when it can:
 //!
-//! - Each map of an [`IdxArray`](crate::IdxArray) or a CIFAR record file registers its address
+//! - Each map of an [`IdxArray`](crate::idx::IdxArray) or a CIFAR record file registers its address
 //!   range in a process-wide table when it is made (cheap: a few atomic stores) and leaves it
 //!   when it is dropped. Registering installs nothing.
 //! - The program installs the `SIGBUS` handler itself, once, with [`install_sigbus_guard`] (the
@@ -271,13 +271,13 @@ pub enum SigbusGuardInstallation {
 
 /// Installs the process-wide `SIGBUS` guard for memory-mapped dataset files: a mitigation for
 /// when the mapping contract (nobody truncates a file while it is mapped, see
-/// [`IdxArray::open_mapped`](crate::IdxArray::open_mapped)) is broken by someone else, not a
+/// [`IdxArray::open_mapped`](crate::idx::IdxArray::open_mapped)) is broken by someone else, not a
 /// guarantee.
 ///
 /// Once it is installed, a read past the end of a mapped file that was truncated under its map
 /// (a `SIGBUS` with `si_code` `BUS_ADRERR` at an address inside a map this crate made) no longer
 /// kills the process: that map reads as zeros from then on, and its owner's
-/// `verify_mapping_intact` ([`IdxArray`](crate::IdxArray::verify_mapping_intact),
+/// `verify_mapping_intact` ([`IdxArray`](crate::idx::IdxArray::verify_mapping_intact),
 /// [`ImageDataset`](crate::ImageDataset::verify_mapping_intact),
 /// [`CifarDataset`](crate::CifarDataset::verify_mapping_intact)) returns
 /// [`DatasetError::MappedFileChanged`](crate::DatasetError::MappedFileChanged). Maps made before

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use crate::catalogue::Split;
 use crate::error::Result;
+use crate::family::Split;
 use crate::fingerprint::DatasetFingerprint;
 use crate::image_dataset::ImageDataset;
 
@@ -24,7 +24,7 @@ impl DatasetSplits {
     ///
     /// # Safety
     ///
-    /// memmap2's contract, as for [`IdxArray::open_mapped`](crate::IdxArray::open_mapped): none
+    /// memmap2's contract, as for [`IdxArray::open_mapped`](crate::idx::IdxArray::open_mapped): none
     /// of the mapped files (the four files, or their decompressed copies in `cache/`) may be
     /// modified or truncated while the splits exist. If one is truncated anyway, on Linux with
     /// the guard installed ([`crate::install_sigbus_guard`]) the read past its end reads zeros
@@ -68,7 +68,7 @@ impl DatasetSplits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DatasetError, StorageKind, write_idx};
+    use crate::{DatasetError, StorageKind, idx::write_idx};
 
     /// Writes a small dataset folder: 3 training and 2 test images of 2 x 2, with these
     /// training labels (the test labels are 4 and 5).

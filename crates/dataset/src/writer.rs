@@ -64,7 +64,7 @@ fn header_bytes<T: IdxElement>(
 /// otherwise [`DatasetError::InvalidShape`].
 ///
 /// ```
-/// let bytes = reclaim_dataset::encode_idx::<i16>(&[2], &[1, -1])?;
+/// let bytes = reclaim_dataset::idx::encode_idx::<i16>(&[2], &[1, -1])?;
 /// assert_eq!(bytes, [0, 0, 0x0B, 1, 0, 0, 0, 2, 0, 1, 0xFF, 0xFF]);
 /// # Ok::<(), reclaim_dataset::DatasetError>(())
 /// ```
@@ -136,7 +136,7 @@ mod tests {
         // product would overflow; the writer must agree with the reader.
         let shape = [97_841, 3_829_172_224, 1_973_207_040, 0];
         let bytes = encode_idx::<f64>(&shape, &[]).unwrap();
-        let array = crate::IdxArray::from_bytes("empty", bytes).unwrap();
+        let array = crate::idx::IdxArray::from_bytes("empty", bytes).unwrap();
         assert_eq!(array.shape(), &shape);
         assert_eq!(array.row_length(), 0);
         // No rows, but rows too large to address: both sides refuse.

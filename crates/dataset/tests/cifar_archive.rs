@@ -5,9 +5,11 @@
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use reclaim_dataset::{
-    ArchiveEntryProblem, CIFAR_IMAGE_BYTES, CifarArchive, CifarDataset, CifarRecord, CifarVariant,
-    DatasetError, ExtractionLimits, Split, encode_cifar, extract_cifar_archive, md5_hex,
-    md5_of_file, verify_cifar_archive,
+    ArchiveEntryProblem, CifarDataset, DatasetError, Split,
+    cifar::{
+        CIFAR_IMAGE_BYTES, CifarArchive, CifarRecord, CifarVariant, ExtractionLimits, encode_cifar,
+        extract_cifar_archive, md5_hex, md5_of_file, verify_cifar_archive,
+    },
 };
 
 mod common;
@@ -335,7 +337,8 @@ fn an_incomplete_or_malformed_archive_leaves_nothing() {
 mod fetch {
     use super::*;
     use reclaim_dataset::{
-        DatasetName, FetchOptions, FetchOrigin, Mirror, ProgressDisplay, fetch_cifar,
+        DatasetName, ProgressDisplay,
+        fetch::{FetchOptions, FetchOrigin, Mirror, fetch_cifar},
     };
 
     #[test]

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use reclaim_dataset::{
-    CIFAR_IMAGE_BYTES, CifarDataset, CifarLabelKind, CifarRecord, CifarSplits, CifarVariant,
-    DatasetError, Split, StorageKind, encode_cifar, locate_cifar_files, verify_cifar_file,
-    write_cifar_batch,
+    CifarDataset, CifarSplits, DatasetError, Split, StorageKind,
+    cifar::{
+        CIFAR_IMAGE_BYTES, CifarLabelKind, CifarRecord, CifarVariant, encode_cifar,
+        locate_cifar_files, verify_cifar_file, write_cifar_batch,
+    },
 };
 
 /// The image of item `item`: distinct bytes per item and per channel.

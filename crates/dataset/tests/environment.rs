@@ -3,7 +3,11 @@
 //! One test function in its own test binary (its own process): it changes the environment, which
 //! must not race with other threads reading it.
 
-use reclaim_dataset::{DATA_FOLDER_VARIABLE, Family, default_data_folder, workspace_data_folder};
+use reclaim_dataset::{
+    Family,
+    catalogue::{DATA_FOLDER_VARIABLE, workspace_data_folder},
+    default_data_folder,
+};
 
 #[test]
 fn environment_variables_are_honoured_in_order() {
@@ -41,7 +45,7 @@ fn environment_variables_are_honoured_in_order() {
 
     #[cfg(feature = "fetch")]
     {
-        use reclaim_dataset::{FetchOptions, MIRROR_VARIABLE, Mirror};
+        use reclaim_dataset::fetch::{FetchOptions, MIRROR_VARIABLE, Mirror};
         // SAFETY: as above.
         unsafe { std::env::set_var(MIRROR_VARIABLE, "file:///srv/mnist-mirror") };
         let options = FetchOptions::for_family(Family::Mnist, None).unwrap();

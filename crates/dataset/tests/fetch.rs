@@ -17,8 +17,10 @@ use common::files_under;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use reclaim_dataset::{
-    CatalogueFile, DatasetError, Family, FetchOptions, FetchOrigin, ImageDataset, Mirror, Split,
-    decompress_gz_cached, fetch_family, fetch_file, sha256_hex, workspace_data_folder,
+    DatasetError, Family, ImageDataset, Split,
+    catalogue::{CatalogueFile, sha256_hex, workspace_data_folder},
+    fetch::{FetchOptions, FetchOrigin, Mirror, fetch_family, fetch_file},
+    idx::decompress_gz_cached,
 };
 
 fn vendored(entry: &CatalogueFile) -> Vec<u8> {

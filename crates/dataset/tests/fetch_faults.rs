@@ -17,8 +17,12 @@ mod common;
 use common::files_under;
 
 use reclaim_dataset::{
-    CatalogueFile, DatasetError, DownloadLimits, Family, FetchOptions, FetchOrigin, FetchedFile,
-    Mirror, Split, fetch_file, remove_stale_partial_files, workspace_data_folder,
+    DatasetError, Family, Split,
+    catalogue::{CatalogueFile, workspace_data_folder},
+    fetch::{
+        DownloadLimits, FetchOptions, FetchOrigin, FetchedFile, Mirror, fetch_file,
+        remove_stale_partial_files,
+    },
 };
 
 /// How long any server in this file lives, and how long any fetch may take before the test

@@ -9,7 +9,8 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use proptest::prelude::*;
 use reclaim_dataset::{
-    DatasetError, ElementType, IdxArray, IdxElement, StorageKind, encode_idx, write_idx,
+    DatasetError, StorageKind,
+    idx::{ElementType, IdxArray, IdxElement, encode_idx, write_idx},
 };
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {

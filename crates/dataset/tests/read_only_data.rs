@@ -16,7 +16,10 @@ mod common;
 
 use common::files_under;
 
-use reclaim_dataset::{IdxArray, ImageDataset, Split, StorageKind, encode_idx};
+use reclaim_dataset::{
+    ImageDataset, Split, StorageKind,
+    idx::{IdxArray, encode_idx},
+};
 
 const MODE_VARIABLE: &str = "RECLAIM_TEST_CHILD_MODE";
 const DATA_VARIABLE: &str = "RECLAIM_TEST_DATA";

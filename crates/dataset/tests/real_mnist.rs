@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use reclaim_dataset::{
-    AccessPattern, Family, IdxArray, ImageDataset, Split, StorageKind, decompress_gz_cached,
-    default_data_folder, sha256_of_file, verify_dataset_folder, workspace_data_folder,
+    AccessPattern, Family, ImageDataset, Split, StorageKind,
+    catalogue::{sha256_of_file, verify_dataset_folder, workspace_data_folder},
+    default_data_folder,
+    idx::{IdxArray, decompress_gz_cached},
 };
 
 const TRAIN_LABELS_START: [u8; 10] = [5, 0, 4, 1, 9, 2, 1, 3, 1, 4];

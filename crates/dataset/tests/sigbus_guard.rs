@@ -37,8 +37,9 @@ mod linux {
     use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
     use reclaim_dataset::{
-        DatasetError, IdxArray, SigbusGuardInstallation, install_sigbus_guard,
-        is_sigbus_guard_installed, write_idx,
+        DatasetError, SigbusGuardInstallation,
+        idx::{IdxArray, write_idx},
+        install_sigbus_guard, is_sigbus_guard_installed,
     };
 
     /// Names the scenario a child process runs.

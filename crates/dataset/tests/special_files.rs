@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reclaim_dataset::{
-    DatasetError, Family, FileKind, IdxArray, ImageDataset, Split, decompress_gz_cached,
-    sha256_of_file, verify_file,
+    DatasetError, Family, FileKind, ImageDataset, Split,
+    catalogue::{sha256_of_file, verify_file},
+    idx::{IdxArray, decompress_gz_cached},
 };
 
 fn make_fifo(path: &Path) {

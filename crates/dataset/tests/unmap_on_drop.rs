@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use reclaim_dataset::{ImageDataset, Split, write_idx};
+use reclaim_dataset::{ImageDataset, Split, idx::write_idx};
 
 fn mapped_paths() -> String {
     std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps is readable on Linux")

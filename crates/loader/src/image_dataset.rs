@@ -57,7 +57,7 @@ impl ImageSource for reclaim_dataset::ImageDataset {
 
 /// CIFAR-10 and CIFAR-100 records: 3 x 32 x 32 images, channel-major as the format stores them,
 /// lent straight from the (mapped) record files with the label of the dataset's
-/// [`CifarLabelKind`](reclaim_dataset::CifarLabelKind).
+/// [`CifarLabelKind`](reclaim_dataset::cifar::CifarLabelKind).
 impl ImageSource for reclaim_dataset::CifarDataset {
     fn len(&self) -> usize {
         reclaim_dataset::CifarDataset::len(self)

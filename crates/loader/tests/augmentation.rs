@@ -6,7 +6,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use reclaim_dataset::{CifarDataset, CifarRecord, CifarVariant, Split, write_cifar_batch};
+use reclaim_dataset::{
+    CifarDataset, Split,
+    cifar::{CifarRecord, CifarVariant, write_cifar_batch},
+};
 use reclaim_loader::{
     Augmentation, ChannelNormalization, HorizontalFlip, ImageShape, ImageSource, Loader,
     LoaderConfig, LoaderError, LoaderState, PixelFormat, RandomCrop, RawImages, SampleRng,

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use reclaim_dataset::{
-    CifarFingerprint, CifarSplits, DatasetFingerprint, DatasetName, DatasetSplits, IdxArray,
-    ImageDataset,
+    CifarSplits, DatasetFingerprint, DatasetName, DatasetSplits, ImageDataset,
+    cifar::CifarFingerprint, idx::IdxArray,
 };
 use reclaim_loader::{ImageShape, ImageSource};
 use serde::{Deserialize, Serialize};

@@ -227,14 +227,14 @@ mod tests {
         let folder = tempfile::tempdir().unwrap();
         crate::test_support::write_tiny_dataset(folder.path(), [2, 2], 3, 2);
         let labels = folder.path().join("train-labels-idx1-ubyte");
-        reclaim_dataset::write_idx(&labels, &[3], &[first_label, 1, 2]).unwrap();
+        reclaim_dataset::idx::write_idx(&labels, &[3], &[first_label, 1, 2]).unwrap();
         let splits = DatasetStorage::owned().open_splits(folder.path()).unwrap();
         DataFingerprint::Idx(splits.fingerprint())
     }
 
     /// The fingerprint of a CIFAR-10 folder of one training and one test record.
     fn cifar_fingerprint() -> DataFingerprint {
-        use reclaim_dataset::{CifarRecord, CifarVariant, write_cifar_batch};
+        use reclaim_dataset::cifar::{CifarRecord, CifarVariant, write_cifar_batch};
         let folder = tempfile::tempdir().unwrap();
         let image = [7u8; 3072];
         for name in ["data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin"]

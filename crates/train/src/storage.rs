@@ -4,7 +4,9 @@
 use std::fmt;
 use std::path::Path;
 
-use reclaim_dataset::{CifarSplits, CifarVariant, DatasetSplits, ImageDataset, Split, StorageKind};
+use reclaim_dataset::{
+    CifarSplits, DatasetSplits, ImageDataset, Split, StorageKind, cifar::CifarVariant,
+};
 use serde::{Serialize, Serializer};
 
 use crate::TrainError;

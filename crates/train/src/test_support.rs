@@ -15,13 +15,13 @@ pub(crate) fn write_tiny_dataset(
             .map(|index| (index * 7 % 256) as u8)
             .collect();
         let labels: Vec<u8> = (0..count).map(|index| (index % 10) as u8).collect();
-        reclaim_dataset::write_idx(
+        reclaim_dataset::idx::write_idx(
             folder.join(format!("{prefix}-images-idx3-ubyte")),
             &[count, shape[0], shape[1]],
             &pixels,
         )
         .unwrap();
-        reclaim_dataset::write_idx(
+        reclaim_dataset::idx::write_idx(
             folder.join(format!("{prefix}-labels-idx1-ubyte")),
             &[count],
             &labels,

@@ -5,7 +5,10 @@
 
 use std::path::Path;
 
-use reclaim_dataset::{CifarRecord, CifarVariant, DatasetName, write_cifar_batch};
+use reclaim_dataset::{
+    DatasetName,
+    cifar::{CifarRecord, CifarVariant, write_cifar_batch},
+};
 use reclaim_loader::Augmentation;
 use reclaim_model::{ClassifierConfig, ConvNetConfig, ModelKind, WeightFormat};
 use reclaim_train::{

@@ -33,13 +33,14 @@ pub fn mnist_folder() -> PathBuf {
 /// Writes `count` synthetic images of `shape` as an MNIST-named IDX pair in `folder`.
 pub fn write_idx_pair(folder: &Path, count: usize, shape: ImageShape) {
     let (pixels, labels) = synthetic(count, shape);
-    reclaim_dataset::write_idx(
+    reclaim_dataset::idx::write_idx(
         folder.join("train-images-idx3-ubyte"),
         &[count, shape.height, shape.width],
         &pixels,
     )
     .unwrap();
-    reclaim_dataset::write_idx(folder.join("train-labels-idx1-ubyte"), &[count], &labels).unwrap();
+    reclaim_dataset::idx::write_idx(folder.join("train-labels-idx1-ubyte"), &[count], &labels)
+        .unwrap();
 }
 
 /// An image source that panics when asked for one index, to exercise worker failures.

@@ -201,7 +201,7 @@ mod tests {
     fn a_test_split_of_another_shape_is_refused() {
         let folder = tempfile::tempdir().unwrap();
         write_tiny_dataset(folder.path(), [4, 4], 5, 2);
-        reclaim_dataset::write_idx(
+        reclaim_dataset::idx::write_idx(
             folder.path().join("t10k-images-idx3-ubyte"),
             &[2, 2, 8],
             &[0u8; 32],
@@ -243,7 +243,7 @@ mod tests {
         // is a model with fewer outputs than the dataset has classes.)
         let folder = tempfile::tempdir().unwrap();
         write_tiny_dataset(folder.path(), [4, 4], 3, 2);
-        reclaim_dataset::write_idx(
+        reclaim_dataset::idx::write_idx(
             folder.path().join("t10k-labels-idx1-ubyte"),
             &[2],
             &[1u8, 7],

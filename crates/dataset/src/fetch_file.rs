@@ -12,10 +12,10 @@ use indicatif::ProgressBar;
 use sha2::{Digest, Sha256};
 
 use crate::atomic::AtomicFile;
-use crate::catalogue::{CatalogueFile, Family, Split};
 use crate::checksum::{check_catalogue_shape, verify_file};
 use crate::dataset_name::DatasetName;
 use crate::error::{DatasetError, MirrorAttempt, Result};
+use crate::family::{CatalogueFile, Family, Split};
 use crate::gz::{
     CACHE_FOLDER_NAME, copy_validated_idx, decompress_gz_cached, decompress_validated,
 };

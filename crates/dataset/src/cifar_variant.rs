@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::catalogue::Split;
+use crate::family::Split;
 
 /// Colour channels of a CIFAR image (red, green, blue).
 pub const CIFAR_CHANNELS: usize = 3;
@@ -50,7 +50,7 @@ impl fmt::Display for CifarLabelKind {
 }
 
 /// The published `.tar.gz` archive of one CIFAR variant's binary version: where it is, its MD5,
-/// and the folder its files are in. [`crate::extract_cifar_archive`] unpacks it, and with the
+/// and the folder its files are in. [`crate::cifar::extract_cifar_archive`] unpacks it, and with the
 /// cargo feature `fetch`, `fetch_cifar` downloads it.
 ///
 /// `md5` is a `String` so that a test (or a private mirror of a repacked archive) can give its
