@@ -1,6 +1,6 @@
 //! Feeding a Burn model from MNIST's train split (60 000 images, memory-mapped), one whole
 //! shuffled epoch per iteration, batches of 64 turned into `[64, 28, 28]` image tensors and
-//! `[64]` label tensors on the NdArray device, normalized with MNIST's mean and standard
+//! `[64]` label tensors on the default CPU device (Flex), normalized with MNIST's mean and standard
 //! deviation:
 //!
 //! - `memcpy_pixels`: a plain copy of the same 47 MB of pixels, the floor.

@@ -29,6 +29,9 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 const RUN_FOLDER: &str = "runs/example-learner";
 
 fn main() -> anyhow::Result<()> {
+    // A file truncated under the map then stops the run with an error instead of a SIGBUS
+    // death (a mitigation for a broken promise, not a licence to break it).
+    reclaim::dataset::install_sigbus_guard()?;
     #[allow(deprecated)] // NdArray, the design's reference CPU path, is deprecated in Burn 0.22.
     let device = Device::ndarray();
     let data_folder = default_data_folder(None, Family::Mnist).canonicalize()?;

@@ -24,6 +24,9 @@ use reclaim::train::{BackendChoice, ReleaseReport, ReleaseStage};
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn main() -> anyhow::Result<()> {
+    // A file truncated under the map then stops the run with an error instead of a SIGBUS
+    // death (a mitigation for a broken promise, not a licence to break it).
+    reclaim::dataset::install_sigbus_guard()?;
     let backend: BackendChoice = std::env::args()
         .nth(1)
         .map_or_else(|| Ok(BackendChoice::default_cpu()), |name| name.parse())?;

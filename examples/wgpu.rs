@@ -12,6 +12,9 @@ static ALLOCATOR: reclaim::memory::CountingAllocator = reclaim::memory::Counting
 fn main() -> anyhow::Result<()> {
     use reclaim::dataset::{Family, default_data_folder};
     use reclaim::train::{BackendChoice, DatasetStorage, TrainConfig, train};
+    // A file truncated under the map then stops the run with an error instead of a SIGBUS
+    // death (a mitigation for a broken promise, not a licence to break it).
+    reclaim::dataset::install_sigbus_guard()?;
 
     let config = TrainConfig {
         // SAFETY: the example maps the dataset folder (no copy, as `reclaim train` does by

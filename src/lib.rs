@@ -1,15 +1,16 @@
-//! Reclaim: train on IDX image datasets (MNIST and its family) with Burn, with a fast data
+//! Reclaim: train image classifiers (the MNIST family, CIFAR) with Burn, with a fast data
 //! pipeline whose memory is released by construction.
 //!
 //! This crate re-exports the workspace's crates:
 //!
-//! - [`dataset`]: the IDX format and the MNIST-family catalogue (`reclaim-dataset`).
+//! - [`dataset`]: the IDX and CIFAR formats and the catalogue (`reclaim-dataset`).
 //! - [`loader`]: samplers, batching, prefetching and scoped release (`reclaim-loader`).
-//! - [`model`]: the MLP for every Burn backend (`reclaim-model`).
+//! - [`model`]: the MLP and the CNN for every Burn backend (`reclaim-model`).
 //! - [`train`]: the training loop, metrics, checkpoints and memory reports (`reclaim-train`).
 //! - [`memory`]: the counting allocator, the `/proc` readers and the device pool
 //!   (`reclaim-memory`).
-//! - [`report`]: the figures and text summaries of a run folder (`reclaim-report`).
+//! - [`records`]: a run folder's records, read and written as JSON (`reclaim-records`).
+//! - [`report`]: the figures of a run folder (`reclaim-report`).
 //! - [`learner`]: the loader and the model inside burn-train's `Learner` (`reclaim-learner`;
 //!   the `learner` feature).
 
@@ -19,6 +20,7 @@ pub use reclaim_learner as learner;
 pub use reclaim_loader as loader;
 pub use reclaim_memory as memory;
 pub use reclaim_model as model;
+pub use reclaim_records as records;
 pub use reclaim_report as report;
 pub use reclaim_train as train;
 

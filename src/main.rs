@@ -1,5 +1,5 @@
-//! The `reclaim` command: inspect IDX files, train and evaluate the MNIST MLP, benchmark the
-//! loader and the backends, and redraw a run's pictures.
+//! The `reclaim` command: inspect and fetch datasets, train and evaluate the MLP or the CNN,
+//! benchmark the loader and the backends, and redraw a run's pictures.
 
 mod cli;
 

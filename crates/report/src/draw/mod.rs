@@ -17,7 +17,6 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
-use reclaim_dataset::DatasetError;
 
 use crate::ReportError;
 
@@ -157,13 +156,7 @@ pub(crate) fn render_and_write<F: Figure>(
 
 /// Writes one figure file through the workspace's atomic write; its failure names the file.
 fn write_figure_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), ReportError> {
-    reclaim_dataset::write_file_atomically(path, bytes).map_err(|error| match error {
-        DatasetError::Io { path, source } => ReportError::Io { path, source },
-        other => ReportError::Drawing {
-            path: path.to_path_buf(),
-            message: other.to_string(),
-        },
-    })
+    reclaim_records::write_file_atomically(path, bytes).map_err(ReportError::from)
 }
 
 /// A panel's chart: its caption (text and size), a 14-pixel margin, the room for the x and y
