@@ -5,11 +5,12 @@
 //! recipe scales them (most of the pixels are 0: docs/benchmarks.md, "Where the time went with
 //! Burn's step: a profile").
 //!
-//! Each row is named by what `reclaim train` does: a backend's own name is its default step,
-//! `flex` and `ndarray` the fused step on the host (`FusedSgdMlp::step`, `--step
-//! fused`: the same host code on both, whose parameters stay on the host); `flex-dense` and
-//! `ndarray-dense` Burn's autodiff step over every pixel (`--step dense`). Other backends have
-//! Burn's step only.
+//! Rows `flex` and `ndarray` time the fused step on the host (`FusedSgdMlp::step`, `--step
+//! fused`: the same host code on both, whose parameters stay on the host) at every batch size,
+//! including those where `reclaim train` does not take it (on Flex above
+//! `LARGEST_FUSED_STEP_BATCH_ON_FLEX`: these rows are how that limit was measured); rows
+//! `flex-dense` and `ndarray-dense` time Burn's autodiff step over every pixel (`--step
+//! dense`). Other backends have Burn's step only.
 //!
 //! Before each backend's timing, the bench counts the heap allocations of 50 steps with the
 //! counting allocator and prints the mean per step (`allocations per step`), every thread's

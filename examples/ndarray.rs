@@ -2,7 +2,7 @@
 //! lr 0.01, batch 64), then prints the accuracy, the time and the release report.
 //!
 //! ```sh
-//! cargo run --release --example ndarray
+//! cargo run --release --features ndarray --example ndarray
 //! ```
 
 #[global_allocator]

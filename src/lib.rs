@@ -13,6 +13,27 @@
 //! - [`report`]: the figures of a run folder (`reclaim-report`).
 //! - [`learner`]: the loader and the model inside burn-train's `Learner` (`reclaim-learner`;
 //!   the `learner` feature).
+//!
+//! ```
+//! use reclaim::model::{ClassifierConfig, ModelKind};
+//! use reclaim::train::{BackendChoice, StepKernel, TrainConfig};
+//!
+//! // The PyTorch recipe on the default CPU backend: what `reclaim train` runs.
+//! let config = TrainConfig::recipe(
+//!     BackendChoice::default_cpu(),
+//!     reclaim::dataset::default_data_folder(None, reclaim::dataset::Family::Mnist),
+//!     "runs/example".into(),
+//! );
+//! assert!(config.validate().is_ok());
+//! assert_eq!(config.step_kernel_used(), StepKernel::Fused, "the MLP takes the fused step");
+//! // The CNN takes Burn's step, and the reason is named.
+//! let cnn = TrainConfig {
+//!     model: ClassifierConfig::default_for(ModelKind::Cnn),
+//!     ..config
+//! };
+//! assert_eq!(cnn.step_kernel_used(), StepKernel::Dense);
+//! assert_eq!(cnn.step_kernel_obstacle().unwrap().to_string(), "the model is not the MLP");
+//! ```
 
 pub use reclaim_dataset as dataset;
 #[cfg(feature = "learner")]

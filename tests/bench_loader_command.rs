@@ -37,7 +37,11 @@ fn bench_loader_json_reports_throughput_first_batch_and_memory() {
     let stdout = text(&output.stdout);
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
-    assert_eq!(report["backend"], "ndarray");
+    assert_eq!(
+        report["backend"],
+        reclaim_train::BackendChoice::default_cpu().name(),
+        "the default CPU backend"
+    );
     assert_eq!(report["workers"], 2);
     assert_eq!(
         report["samples"], 60_000,

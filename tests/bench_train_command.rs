@@ -10,11 +10,15 @@ use common::{reclaim, scratch, text};
 #[test]
 fn bench_train_measures_compiled_backends_and_skips_the_others() {
     let folder = scratch("bench-train-command", "out");
+    // The default CPU backend (compiled into every build) and CUDA (compiled into this one only
+    // with its feature).
+    let cpu = reclaim_train::BackendChoice::default_cpu().name();
+    let backends = format!("{cpu},cuda");
     let output = reclaim([
         OsStr::new("bench"),
         OsStr::new("train"),
         OsStr::new("--backends"),
-        OsStr::new("ndarray,cuda"),
+        OsStr::new(&backends),
         OsStr::new("--steps"),
         OsStr::new("4"),
         OsStr::new("--batch-size"),
@@ -36,11 +40,12 @@ fn bench_train_measures_compiled_backends_and_skips_the_others() {
     );
     assert!(stdout.contains("step dense,"), "{stdout}");
 
-    // The ndarray row holds numbers: samples/s, ms/step, accuracy, heap held, device, after.
+    // The CPU backend's row holds numbers: samples/s, ms/step, accuracy, heap held, device,
+    // after.
     let row = stdout
         .lines()
-        .find(|line| line.starts_with("| ndarray |"))
-        .unwrap_or_else(|| panic!("no ndarray row: {stdout}"));
+        .find(|line| line.starts_with(&format!("| {cpu} |")))
+        .unwrap_or_else(|| panic!("no {cpu} row: {stdout}"));
     let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
     assert_eq!(cells.len(), 7, "{row}");
     let samples_per_second: f64 = cells[1].parse().unwrap();
@@ -76,7 +81,7 @@ fn bench_train_measures_compiled_backends_and_skips_the_others() {
     let png = std::fs::read(folder.join("bench-train.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     // Each backend's run folder is kept, with its own figures' inputs.
-    assert!(folder.join("ndarray").join("metrics.jsonl").is_file());
+    assert!(folder.join(cpu).join("metrics.jsonl").is_file());
     assert!(!folder.join("cuda").exists() || cfg!(feature = "cuda"));
     std::fs::remove_dir_all(folder).unwrap();
 }

@@ -129,8 +129,9 @@ fn checkpoint_names(run: &Path) -> Vec<String> {
 /// What the weights in `path` compute on a fixed batch: equal outputs for equal weights.
 fn outputs_of(path: &Path) -> Vec<f32> {
     let burnpack = std::fs::read(path).unwrap();
-    #[allow(deprecated)]
-    let device = burn::tensor::Device::ndarray();
+    let device = reclaim_train::BackendChoice::default_cpu()
+        .device()
+        .expect("the default CPU backend is compiled in");
     let model = MlpConfig::new()
         .init(&device)
         .load_weight_bytes(&burnpack, WeightFormat::Burnpack)

@@ -30,8 +30,9 @@ pub struct BenchLoaderArguments {
     #[arg(long)]
     pub augment: bool,
     /// The Burn backend the tensors are made on: ndarray, flex, wgpu or cuda (each needs its
-    /// cargo feature).
-    #[arg(long, default_value = "ndarray")]
+    /// cargo feature); by default flex where it is compiled in (the default build), else
+    /// ndarray.
+    #[arg(long, default_value_t = BackendChoice::default_cpu())]
     pub backend: BackendChoice,
     /// Samples per batch.
     #[arg(long, default_value_t = 64)]

@@ -110,7 +110,7 @@ pub fn run(arguments: BenchTrainArguments) -> anyhow::Result<()> {
         arguments.seed,
         match arguments.step {
             super::train::StepArgument::Fused =>
-                "fused where it applies (flex, ndarray), else dense",
+                "fused where it applies (reclaim-train's StepKernel::obstacle), else dense",
             super::train::StepArgument::Dense => "dense",
         }
     );

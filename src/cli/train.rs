@@ -24,7 +24,8 @@ pub const DIVERGED_EXIT_STATUS: u8 = 3;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum StorageArgument {
     /// Memory-map the files: no copy, nothing read before it is used. The files must not be
-    /// changed during the run (a truncated file stops the run with an error).
+    /// changed during the run (a truncated file stops the run with an error, where the SIGBUS
+    /// guard could be installed).
     #[default]
     Mapped,
     /// Read the files into memory first (55 MB for MNIST): safe whatever happens to them.
@@ -37,9 +38,10 @@ impl StorageArgument {
             StorageArgument::Owned => DatasetStorage::owned(),
             // SAFETY: `--storage mapped` is the user's choice, documented (its --help and
             // docs/reliability.md) as requiring that the dataset files are not changed during
-            // the command; a truncation is caught by reclaim-dataset's SIGBUS guard, which
-            // `main` installs, and an out-of-range label by the loader, so breaking the promise
-            // stops the run with an error rather than a signal.
+            // the command. Should it be broken anyway, a truncation is caught by
+            // reclaim-dataset's SIGBUS guard where `main` could install it (it warns where it
+            // could not) and an out-of-range label by the loader, so the run stops with an
+            // error rather than a signal; the guard is a mitigation, not a guarantee.
             StorageArgument::Mapped => unsafe { DatasetStorage::mapped() },
         }
     }
@@ -134,16 +136,25 @@ pub struct TrainArguments {
     /// Train on the first N training samples only.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// The training step: fused (the MLP's whole step on the host from the non-zero pixels,
-    /// where it applies: the MLP on flex or ndarray, MNIST-family pixels in [0, 1], plain SGD,
-    /// flex batches up to the limit where flex's own step catches up) or dense (Burn's
-    /// autodiff step). The same step either way, the same sums in another order; where fused
-    /// does not apply, dense, and the summary says why.
-    #[arg(long, value_enum, default_value_t)]
+    /// The training step: fused or dense (the help text is `step_help`'s).
+    #[arg(long, value_enum, default_value_t, help = step_help())]
     pub step: StepArgument,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// `--step`'s help: the rule of reclaim-train's `StepKernel::obstacle` in words, with its batch
+/// limit read from the constant the trainer applies.
+fn step_help() -> String {
+    format!(
+        "The training step: fused (the MLP's whole step on the host from the non-zero pixels, \
+         where it applies: the MLP on flex or ndarray, MNIST-family pixels in [0, 1], plain \
+         SGD, on flex batches of at most {}) or dense (Burn's autodiff step). The same step \
+         either way, the same sums in another order; where fused does not apply, dense, and \
+         the summary says why",
+        reclaim_train::LARGEST_FUSED_STEP_BATCH_ON_FLEX
+    )
 }
 
 /// Arguments of `reclaim eval`.
@@ -404,6 +415,23 @@ mod tests {
         assert_eq!(kernel(&["--step", "dense"]).unwrap(), StepKernel::Dense);
         assert!(kernel(&["--step", "fast"]).is_err());
         assert!(kernel(&["--hidden-layer", "dense"]).is_err());
+    }
+
+    /// The help's batch limit is the one reclaim-train applies.
+    #[test]
+    fn the_step_help_names_the_batch_limit_the_trainer_applies() {
+        use clap::CommandFactory;
+        let limit = format!(
+            "at most {}",
+            reclaim_train::LARGEST_FUSED_STEP_BATCH_ON_FLEX
+        );
+        let command = TrainCommand::command();
+        let step = command
+            .get_arguments()
+            .find(|argument| argument.get_id() == "step")
+            .expect("a --step argument");
+        let help = step.get_help().expect("a help text").to_string();
+        assert!(help.contains(&limit), "{help}");
     }
 
     proptest! {

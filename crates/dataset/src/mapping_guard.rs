@@ -35,8 +35,12 @@
 //!
 //! - anything while [`install_sigbus_guard`] has not been called, or after another `SIGBUS`
 //!   handler has replaced it (installed later by other code, or reset by a forwarded
-//!   `SA_RESETHAND` handler): a truncation then kills the process as before.
-//!   [`is_sigbus_guard_installed`] asks the kernel which action is in place;
+//!   `SA_RESETHAND` handler): a truncation then kills the process as before. In a Rust program
+//!   the action the guard replaces is usually the standard library's own handler, which resets
+//!   the action to the default when it is given a `SIGBUS` it does not recognize as a stack
+//!   overflow: a forwarded `SIGBUS` (one sent with `kill -BUS`, say) therefore leaves the
+//!   process alive but unguarded. [`is_sigbus_guard_installed`] asks the kernel which action is
+//!   in place;
 //! - a mapping made while all [`GUARDED_RANGE_SLOTS`] slots of the table are taken: it works but
 //!   is unguarded;
 //! - a truncation that nothing reads past, or that removes no whole page: bytes after the new
@@ -427,7 +431,7 @@ mod sigbus_handler {
         if !PREVIOUS_ACTION.set(&installation, current) {
             return Err(DatasetError::SigbusGuardReplaced);
         }
-        let action = our_action();
+        let action = our_action(current.sa_flags & libc::SA_RESTART);
         // SAFETY: `action` is a valid `sigaction` owned by this frame, whose handler is an
         // `extern "C" fn` with the three-argument signature SA_SIGINFO requires; the old action
         // is not asked for (it is `current`, read above under the lock).
@@ -466,8 +470,9 @@ mod sigbus_handler {
             && action.sa_sigaction == handler as libc::sighandler_t
     }
 
-    /// [`on_sigbus`] as a `sigaction`.
-    fn our_action() -> libc::sigaction {
+    /// [`on_sigbus`] as a `sigaction`, with `kept_flags` of the action it replaces
+    /// (`SA_RESTART`: whether system calls interrupted by a forwarded signal are restarted).
+    fn our_action(kept_flags: c_int) -> libc::sigaction {
         // SAFETY: an all-zero `sigaction` is a valid value (no handler, empty mask, no flags);
         // every field that matters is set below.
         let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -475,7 +480,7 @@ mod sigbus_handler {
         action.sa_sigaction = handler as libc::sighandler_t;
         // SA_ONSTACK: run on the thread's alternate stack if it has one, as Rust's own
         // stack-overflow handler (which we may forward to) expects.
-        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | kept_flags;
         // SAFETY: `action.sa_mask` is a valid `sigset_t` owned by this frame.
         unsafe { libc::sigemptyset(&mut action.sa_mask) };
         action

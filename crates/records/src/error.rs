@@ -12,6 +12,15 @@ pub enum RecordsError {
         /// What the operating system (or the JSON parser) reported.
         source: std::io::Error,
     },
+    /// A value that cannot be written as JSON (a map whose keys are not strings, say, or a
+    /// serializer's own error), for the file it was meant for.
+    #[error("{path}: cannot be written as JSON")]
+    Json {
+        /// The file the value was meant for.
+        path: PathBuf,
+        /// What serde_json reported.
+        source: serde_json::Error,
+    },
     /// A line of a JSON-lines file that is not a record, other than an unfinished last line.
     #[error("{path}, line {line}: not a valid record")]
     Record {

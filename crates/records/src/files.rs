@@ -79,8 +79,12 @@ pub fn write_json_file<T: serde::Serialize>(
     file: RunFile,
     value: &T,
 ) -> Result<(), RecordsError> {
-    let json = serde_json::to_vec_pretty(value).expect("run files serialize");
-    write_file_atomically(&file.path_in(folder), &json)
+    let path = file.path_in(folder);
+    let json = serde_json::to_vec_pretty(value).map_err(|source| RecordsError::Json {
+        path: path.clone(),
+        source,
+    })?;
+    write_file_atomically(&path, &json)
 }
 
 /// Reads the JSON `file` inside `folder`; `None` when there is no such file. An unreadable or

@@ -133,7 +133,11 @@ impl JsonLinesWriter {
     ) -> Result<(), RecordsError> {
         let mut text = String::new();
         for record in records {
-            text.push_str(&serde_json::to_string(record).expect("metrics serialize"));
+            let line = serde_json::to_string(record).map_err(|source| RecordsError::Json {
+                path: path.as_ref().to_path_buf(),
+                source,
+            })?;
+            text.push_str(&line);
             text.push('\n');
         }
         crate::files::write_file_atomically(path.as_ref(), text.as_bytes())
@@ -141,7 +145,10 @@ impl JsonLinesWriter {
 
     /// Writes one record as one line and flushes it.
     pub fn write<T: Serialize>(&mut self, record: &T) -> Result<(), RecordsError> {
-        let line = serde_json::to_string(record).expect("metrics serialize");
+        let line = serde_json::to_string(record).map_err(|source| RecordsError::Json {
+            path: self.path.clone(),
+            source,
+        })?;
         writeln!(self.writer, "{line}")
             .and_then(|()| self.writer.flush())
             .map_err(|error| RecordsError::io(&self.path, error))
@@ -185,6 +192,25 @@ pub fn read_json_lines<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record serde_json cannot write (a map with keys that are not strings) is an error
+    /// naming the file, not a panic, and writes no line.
+    #[test]
+    fn a_record_that_is_not_json_is_an_error_naming_the_file() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("odd.jsonl");
+        let not_json: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let mut writer = JsonLinesWriter::create(&path).unwrap();
+        let error = writer.write(&not_json).unwrap_err();
+        assert!(
+            matches!(&error, RecordsError::Json { path: named, .. } if *named == path),
+            "{error:?}"
+        );
+        drop(writer);
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+        let error = JsonLinesWriter::write_all_atomically(&path, &[not_json]).unwrap_err();
+        assert!(matches!(error, RecordsError::Json { .. }), "{error:?}");
+    }
 
     #[test]
     fn step_metrics_round_trip_through_a_file() {

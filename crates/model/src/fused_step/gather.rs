@@ -371,6 +371,26 @@ mod tests {
         }
     }
 
+    /// The transpose, the reference the one-pass gather is tested against, is the gather of the
+    /// dense transpose, on the step's own shape.
+    #[test]
+    fn the_transpose_is_the_gather_of_the_dense_transpose() {
+        let (rows, columns) = (64, 784);
+        let dense = mostly_zero(rows, columns, 0.8, 3);
+        let mut transposed = vec![0f32; dense.len()];
+        for row in 0..rows {
+            for column in 0..columns {
+                transposed[column * rows + row] = dense[row * columns + column];
+            }
+        }
+        let by_column = SparseRows::from_dense(&dense, columns).unwrap().transpose();
+        assert_eq!((by_column.rows(), by_column.columns()), (columns, rows));
+        assert_eq!(
+            by_column,
+            SparseRows::from_dense(&transposed, rows).unwrap()
+        );
+    }
+
     #[test]
     fn only_non_zero_values_are_kept_by_row_and_by_column() {
         let sparse = SparseRows::from_dense(&[0.0, 2.0, 0.0, 0.0, -1.0, 0.5], 3).unwrap();
