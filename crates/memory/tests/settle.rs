@@ -45,8 +45,11 @@ fn a_spinning_thread_is_runnable_and_a_blocked_one_is_not() {
 }
 
 /// A thread still busy when the wait starts has blocked, after its last work, by the time the
-/// wait returns: the wait outlasts a busy stretch far longer than its 250 µs readings (a wait on
-/// the live heap alone would return while it is still busy).
+/// wait returns before its limit: the wait outlasts a busy stretch far longer than its 250 µs
+/// readings (a wait on the live heap alone would return while it is still busy). On a starved
+/// machine the worker may not get a CPU within the limit; the wait then returns at its limit,
+/// as documented, and that is what is asserted instead: the wait never returns early while a
+/// thread is busy, whatever the scheduler does (no timing luck either way).
 fn the_wait_returns_after_a_busy_thread_has_blocked() {
     let reached_its_wait = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<()>();
@@ -60,11 +63,16 @@ fn the_wait_returns_after_a_busy_thread_has_blocked() {
             reached_its_wait.store(true, Ordering::SeqCst);
             receiver.recv()
         });
+        let started = Instant::now();
         wait_for_settled_process();
+        let waited = started.elapsed();
         let reached = reached_its_wait.load(Ordering::SeqCst);
         sender.send(()).unwrap();
         worker.join().unwrap().unwrap();
-        assert!(reached, "the wait returned while the worker was still busy");
+        assert!(
+            reached || waited >= SETTLING_LIMIT,
+            "the wait returned after {waited:?}, before its limit, while the worker was still busy"
+        );
     });
 }
 
