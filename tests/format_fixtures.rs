@@ -70,12 +70,14 @@ fn the_committed_weights_and_optimizer_state_load_into_todays_model() {
 }
 
 /// `reclaim eval` on the committed checkpoint and on the run's final weights gives the test
-/// accuracy the run recorded, to the digit it prints.
+/// accuracy the run recorded: within 0.1 points, since another CPU's kernels may sum in another
+/// order and flip a prediction that is a near tie (weights that did not load would score about
+/// 10%, a tenth of the classes).
 #[test]
 fn eval_of_the_committed_weights_gives_the_recorded_accuracy() {
     let recorded: Vec<EpochMetrics> =
         read_json_lines(RunFile::EpochMetrics.path_in(&fixture_run())).unwrap();
-    let expected = format!("test accuracy {:.2}%", recorded[0].test_accuracy * 100.0);
+    let expected = recorded[0].test_accuracy * 100.0;
     for weights in [
         fixture_checkpoint(),
         RunFile::FinalWeights.path_in(&fixture_run()),
@@ -94,9 +96,14 @@ fn eval_of_the_committed_weights_gives_the_recorded_accuracy() {
             weights.display(),
             text(&output.stderr)
         );
+        let accuracy: f64 = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("test accuracy ")?.strip_suffix('%'))
+            .and_then(|number| number.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no accuracy in {stdout}", weights.display()));
         assert!(
-            stdout.lines().any(|line| line == expected),
-            "{}: {stdout}",
+            (accuracy - expected).abs() <= 0.1,
+            "{}: {accuracy}% against the recorded {expected}%",
             weights.display()
         );
     }
