@@ -11,15 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{reclaim, scratch, text};
+use common::{reclaim, scratch, text, vendored_mnist};
 use reclaim_dataset::idx::{IdxArray, write_idx};
 use reclaim_model::{MlpConfig, WeightFormat};
 use reclaim_train::{EpochMetrics, StepMetrics, latest_checkpoint, read_json_lines};
-
-/// The vendored MNIST (`.gz`).
-fn vendored_mnist() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist")
-}
 
 /// The vendored MNIST decompressed into `folder` as raw IDX files (so that a run maps the
 /// files the test then changes).

@@ -13,7 +13,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{reclaim, scratch, text};
+use common::{reclaim, scratch, text, vendored_mnist};
 use reclaim_model::{ClassifierConfig, ModelKind};
 use reclaim_train::{
     BackendChoice, CheckpointFile, EpochMetrics, PhaseSeconds, ReleaseReport, ReleaseStage,
@@ -28,10 +28,6 @@ fn fixture_run() -> PathBuf {
 /// Its one checkpoint, at the end of epoch 1.
 fn fixture_checkpoint() -> PathBuf {
     fixture_run().join("checkpoints/epoch-0001")
-}
-
-fn vendored_mnist() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist")
 }
 
 #[test]

@@ -33,3 +33,8 @@ pub fn scratch(prefix: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&folder).unwrap();
     folder
 }
+
+/// The vendored MNIST (`.gz`), `data/mnist` in the repository.
+pub fn vendored_mnist() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist")
+}
