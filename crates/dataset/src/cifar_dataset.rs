@@ -13,6 +13,7 @@ use crate::family::Split;
 use crate::file_bytes::{AccessPattern, FileBytes, StorageKind};
 use crate::fingerprint::FileFingerprint;
 use crate::open::{entry_exists, open_regular};
+use crate::splits::Splits;
 
 /// The images and labels of one CIFAR split, validated on open: each file's length is a whole,
 /// non-zero number of records ([`DatasetError::NotWholeRecords`]) and every label byte is below
@@ -498,15 +499,9 @@ pub struct CifarFingerprint {
 
 /// Both splits of a CIFAR folder, mapped or read into memory. Dropping it unmaps (or frees)
 /// every file.
-#[derive(Debug)]
-pub struct CifarSplits {
-    /// The training split.
-    pub train: CifarDataset,
-    /// The test split.
-    pub test: CifarDataset,
-}
+pub type CifarSplits = Splits<CifarDataset>;
 
-impl CifarSplits {
+impl Splits<CifarDataset> {
     /// Memory-maps both splits of `variant` in `folder` (each as [`CifarDataset::open_mapped`]).
     ///
     /// # Safety
@@ -518,7 +513,7 @@ impl CifarSplits {
         let train = unsafe { CifarDataset::open_mapped(folder, variant, Split::Train) }?;
         // SAFETY: as above.
         let test = unsafe { CifarDataset::open_mapped(folder, variant, Split::Test) }?;
-        Ok(CifarSplits { train, test })
+        Ok(Splits { train, test })
     }
 
     /// Reads both splits of `variant` in `folder` into memory (each as
@@ -527,23 +522,15 @@ impl CifarSplits {
         let folder = folder.as_ref();
         let train = CifarDataset::open_owned(folder, variant, Split::Train)?;
         let test = CifarDataset::open_owned(folder, variant, Split::Test)?;
-        Ok(CifarSplits { train, test })
+        Ok(Splits { train, test })
     }
 
     /// Both splits reporting the labels of `kind` (see [`CifarDataset::with_label_kind`]).
     pub fn with_label_kind(self, kind: CifarLabelKind) -> Result<Self> {
-        Ok(CifarSplits {
+        Ok(Splits {
             train: self.train.with_label_kind(kind)?,
             test: self.test.with_label_kind(kind)?,
         })
-    }
-
-    /// The split asked for.
-    pub fn split(&self, split: Split) -> &CifarDataset {
-        match split {
-            Split::Train => &self.train,
-            Split::Test => &self.test,
-        }
     }
 
     /// Every file's size and XXH3-128 (see [`CifarDataset::fingerprint`]).

@@ -368,6 +368,53 @@ pub enum DatasetError {
         /// The last location's failure.
         source: Box<DatasetError>,
     },
+    /// A file that should be a pack is not a valid one (truncated, altered, of another format
+    /// or version).
+    #[error("{path}: not a valid pack: {problem}")]
+    InvalidPack {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: crate::pack_format::PackProblem,
+    },
+    /// A folder given to be packed cannot be.
+    #[error("{folder}: {problem}")]
+    ImageFolder {
+        /// The folder.
+        folder: PathBuf,
+        /// What is wrong.
+        problem: crate::pack_format::ImageFolderProblem,
+    },
+    /// A source file (or class folder) could not be packed and bad files are refused
+    /// (`--strict`).
+    #[error("{path}: {reason} (refused: bad files are not skipped)")]
+    BadSourceFile {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why it could not be packed.
+        reason: crate::pack_format::SkipReason,
+    },
+    /// Packing was interrupted; the work done is kept beside the destination and the next run
+    /// resumes it.
+    #[error(
+        "{destination}: packing interrupted after {done} of {total} files; run it again to resume"
+    )]
+    PackInterrupted {
+        /// The pack being written.
+        destination: PathBuf,
+        /// Source files done.
+        done: usize,
+        /// Source files in all.
+        total: usize,
+    },
+    /// A packing setting given as text does not parse.
+    #[error("{given:?}: expected {expected}")]
+    InvalidPackSetting {
+        /// The text given.
+        given: String,
+        /// What was expected.
+        expected: &'static str,
+    },
     /// No dataset files were found where the data folder points.
     #[error(
         "{given}{} (looked in {} and {}): no {family} files ({images}[.gz], ...)",

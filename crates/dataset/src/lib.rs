@@ -118,8 +118,16 @@ mod fingerprint;
 mod gz;
 mod header;
 mod image_dataset;
+#[cfg(feature = "images")]
+mod image_decode;
+#[cfg(feature = "images")]
+mod image_folder;
 mod mapping_guard;
 mod open;
+mod pack_dataset;
+mod pack_format;
+#[cfg(feature = "images")]
+mod pack_writer;
 mod progress;
 mod splits;
 mod writer;
@@ -136,8 +144,44 @@ pub use fingerprint::{DatasetFingerprint, FileFingerprint};
 pub use image_dataset::ImageDataset;
 pub use mapping_guard::{SigbusGuardInstallation, install_sigbus_guard, is_sigbus_guard_installed};
 pub use open::FileKind;
+pub use pack_dataset::{PackDataset, PackSplits};
 pub use progress::ProgressDisplay;
-pub use splits::DatasetSplits;
+pub use splits::{DatasetSplits, Splits};
+
+pub mod pack {
+    //! Packs: a folder of photos decoded once into one file of fixed-size `u8` C x H x W
+    //! records, their labels and a JSON manifest ([`PackManifest`]: the shape, the class names
+    //! in label order, the training split's per-channel statistics, and for every source file
+    //! its path, size, modification time and XXH3-128, or why it was skipped). The layout and
+    //! its checks: [`parse_pack_header`]. Reading: [`crate::PackSplits`] /
+    //! [`crate::PackDataset`], validated on open (the checksum of every byte included), mapped
+    //! or owned, guarded like the other mapped files.
+    //!
+    //! Writing (cargo feature `images`): [`pack_image_folder`] reads a folder laid out as
+    //! torchvision's `ImageFolder` (`train/<class>/...` and `test/<class>/...` or `val/`; or
+    //! class folders alone, divided per class by a [`TestFraction`] and a seed), decodes every
+    //! JPEG, PNG and WebP once on all cores under [`DecodeLimits`], resizes it (shorter side,
+    //! then centre crop) and writes the pack atomically; a later pack of a changed folder
+    //! decodes only what changed, and an interrupted one resumes. Bad files are skipped and
+    //! listed ([`SkippedFile`]) or refused ([`BadFilePolicy`]).
+
+    pub use crate::pack_dataset::PackFingerprint;
+    pub use crate::pack_format::{
+        ChannelStatistics, FileStamp, ImageFolderProblem, MAXIMUM_PACK_IMAGE_SIDE, PACK_FORMAT_VERSION,
+        PACK_HEADER_BYTES, PACK_MAGIC, PackHeader, PackImageShape, PackManifest, PackProblem,
+        PackSplit, PackedSource, SkipReason, SkippedFile, SplitRule, parse_pack_header,
+        verify_pack_content,
+    };
+    #[cfg(feature = "images")]
+    pub use crate::image_decode::DecodeLimits;
+    #[cfg(feature = "images")]
+    pub use crate::image_folder::TestFraction;
+    #[cfg(feature = "images")]
+    pub use crate::pack_writer::{
+        BadFilePolicy, ImageSize, PackChannels, PackOptions, PackOutcome, PackState,
+        pack_image_folder, pack_image_folder_cached, pack_locations,
+    };
+}
 
 pub mod idx {
     //! The IDX format: one file as an [`IdxArray`], its header, its element types, the writer,

@@ -1,4 +1,6 @@
-//! [`DatasetSplits`]: the training and test splits of one dataset folder, opened together.
+//! [`Splits`]: the training and test splits of one dataset, opened together. One type for
+//! every format: [`DatasetSplits`] (IDX), [`crate::CifarSplits`] (CIFAR) and
+//! [`crate::PackSplits`] (packs) are its instances, each with its own ways of opening.
 
 use std::path::Path;
 
@@ -7,18 +9,31 @@ use crate::family::Split;
 use crate::fingerprint::DatasetFingerprint;
 use crate::image_dataset::ImageDataset;
 
-/// Both splits of a dataset folder holding the MNIST file names (raw or `.gz`), memory-mapped
-/// or read into memory: what a training run reads. Dropping it unmaps (or frees) all four files
-/// (the training split first).
+/// The training and test splits of one dataset, of any format `D`. Dropping it unmaps (or
+/// frees) every file (the training split first).
 #[derive(Debug)]
-pub struct DatasetSplits {
+pub struct Splits<D> {
     /// The training split.
-    pub train: ImageDataset,
+    pub train: D,
     /// The test split.
-    pub test: ImageDataset,
+    pub test: D,
 }
 
-impl DatasetSplits {
+impl<D> Splits<D> {
+    /// The split asked for.
+    pub fn split(&self, split: Split) -> &D {
+        match split {
+            Split::Train => &self.train,
+            Split::Test => &self.test,
+        }
+    }
+}
+
+/// Both splits of a dataset folder holding the MNIST file names (raw or `.gz`), memory-mapped
+/// or read into memory: what a training run reads.
+pub type DatasetSplits = Splits<ImageDataset>;
+
+impl Splits<ImageDataset> {
     /// Memory-maps the training and test splits of `folder` (each as
     /// [`ImageDataset::open_mapped`] does).
     ///
@@ -39,7 +54,7 @@ impl DatasetSplits {
         let train = unsafe { ImageDataset::open_mapped(folder, Split::Train) }?;
         // SAFETY: as above.
         let test = unsafe { ImageDataset::open_mapped(folder, Split::Test) }?;
-        Ok(DatasetSplits { train, test })
+        Ok(Splits { train, test })
     }
 
     /// Reads the training and test splits of `folder` into memory (each as
@@ -49,7 +64,7 @@ impl DatasetSplits {
         let folder = folder.as_ref();
         let train = ImageDataset::open_owned(folder, Split::Train)?;
         let test = ImageDataset::open_owned(folder, Split::Test)?;
-        Ok(DatasetSplits { train, test })
+        Ok(Splits { train, test })
     }
 
     /// The size and XXH3-128 of each of the four files as held (header and data, decompressed),
