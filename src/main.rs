@@ -23,6 +23,8 @@ enum Command {
     Inspect(cli::inspect::InspectArguments),
     /// Download a dataset of the MNIST family (mirrors or a local mirror), verified by SHA-256.
     Fetch(cli::fetch::FetchArguments),
+    /// Decode a folder of photos (JPEG, PNG, WebP) once into a pack that training reads in place.
+    Pack(cli::pack::PackArguments),
     /// Train the MNIST MLP, evaluate it after each epoch, release its memory and report it.
     Train(cli::train::TrainArguments),
     /// Evaluate saved weights on the test split.
@@ -48,6 +50,7 @@ fn main() -> std::process::ExitCode {
         Command::Inspect(inspect_arguments) => cli::inspect::run(inspect_arguments),
         Command::Fetch(fetch_arguments) => cli::fetch::run(fetch_arguments),
         Command::Bench(bench_arguments) => cli::bench::run(bench_arguments),
+        Command::Pack(pack_arguments) => cli::pack::run(pack_arguments),
         Command::Train(train_arguments) => cli::train::run(train_arguments),
         Command::Eval(eval_arguments) => cli::train::run_eval(eval_arguments),
         Command::Report(report_arguments) => cli::report::run(report_arguments),

@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use reclaim_dataset::{
-    CifarDataset, DatasetError, DatasetName, Family, ImageDataset, Split,
+    CifarDataset, DatasetError, DatasetName, Family, ImageDataset, PackSplits, Split,
     catalogue::verify_dataset_folder,
     cifar::{
         CIFAR_CHANNELS, CIFAR_IMAGE_BYTES, CIFAR_IMAGE_HEIGHT, CIFAR_IMAGE_WIDTH, CifarLabelKind,
         CifarVariant, locate_cifar_files, md5_of_file, verify_cifar_folder,
     },
     idx::{ElementType, IdxArray, locate_split_files},
+    pack::{SkippedFile, SplitRule, TestFraction, survey_image_folder},
 };
 
 /// Arguments of `reclaim inspect`.
@@ -75,6 +76,8 @@ enum Format {
     Idx(Family),
     /// CIFAR record files.
     Cifar(CifarVariant, VariantOrigin),
+    /// A folder of photos (neither IDX nor CIFAR files in it).
+    Photos,
 }
 
 /// Runs `reclaim inspect`: prints the report on standard output. A malformed input is an error
@@ -84,8 +87,11 @@ pub fn run(arguments: InspectArguments) -> anyhow::Result<()> {
         .dataset
         .or(arguments.family.map(DatasetName::from));
     let path = &arguments.path;
-    let report = if path.is_dir() {
+    let report = if given.is_none() && super::train::is_pack_file(path) {
+        describe_pack(path)?
+    } else if path.is_dir() {
         match folder_format(path, given)? {
+            Format::Photos => describe_photo_folder(path)?,
             Format::Idx(family) => describe_folder(path, arguments.verify.then_some(family))?,
             Format::Cifar(variant, origin) => {
                 describe_cifar_folder(path, variant, origin, arguments.verify)?
@@ -110,7 +116,7 @@ pub fn run(arguments: InspectArguments) -> anyhow::Result<()> {
                     )
                 })?
             }
-            Format::Idx(_) => describe_file(path)?,
+            Format::Idx(_) | Format::Photos => describe_file(path)?,
         }
     };
     print!("{report}");
@@ -179,6 +185,9 @@ fn folder_format(folder: &Path, given: Option<DatasetName>) -> anyhow::Result<Fo
         found.push("MNIST-family".to_owned());
     }
     match (variants.as_slice(), found.len()) {
+        ([], 0) if !folder.join("train-images-idx3-ubyte").exists() && holds_photos(folder) => {
+            Ok(Format::Photos)
+        }
         ([], _) => Ok(Format::Idx(Family::Mnist)),
         ([variant], 1) => Ok(Format::Cifar(*variant, VariantOrigin::Names)),
         _ => bail!(
@@ -188,6 +197,110 @@ fn folder_format(folder: &Path, given: Option<DatasetName>) -> anyhow::Result<Fo
             found.join(" and ")
         ),
     }
+}
+
+/// Whether `folder` reads as a folder of photos (class folders of images, directly or under
+/// `train/`).
+fn holds_photos(folder: &Path) -> bool {
+    survey_image_folder(folder, TestFraction::default(), 42).is_ok()
+}
+
+/// A pack: its shape, classes with their counts per split, statistics, and skipped files.
+fn describe_pack(path: &Path) -> anyhow::Result<String> {
+    let pack = PackSplits::open_owned(path)?;
+    let manifest = pack.manifest();
+    let mut report = String::new();
+    writeln!(report, "{}", path.display())?;
+    writeln!(
+        report,
+        "pack: {} images of {} (channels x height x width), {} training and {} test, {} classes",
+        pack.train.len() + pack.test.len(),
+        manifest.image,
+        pack.train.len(),
+        pack.test.len(),
+        manifest.classes.len()
+    )?;
+    writeln!(report, "split: {}", split_rule_text(&manifest.split_rule))?;
+    let (train, test) = (pack.train.label_histogram(), pack.test.label_histogram());
+    write_class_table(&mut report, &manifest.classes, &train, &test)?;
+    let statistics = &manifest.statistics;
+    writeln!(
+        report,
+        "training statistics: mean {:.4?}, standard deviation {:.4?}",
+        statistics.mean, statistics.standard_deviation
+    )?;
+    write_skipped(&mut report, &manifest.skipped)?;
+    Ok(report)
+}
+
+/// A folder of photos, surveyed without decoding: classes and counts as a pack of it would
+/// hold them (with the default test fraction and seed where it has no split folders).
+fn describe_photo_folder(folder: &Path) -> anyhow::Result<String> {
+    let survey = survey_image_folder(folder, TestFraction::default(), 42)?;
+    let mut report = String::new();
+    writeln!(report, "{}", folder.display())?;
+    let (train, test): (usize, usize) = (
+        survey.train_files.iter().sum(),
+        survey.test_files.iter().sum(),
+    );
+    writeln!(
+        report,
+        "folder of photos: {} image files, {train} training and {test} test, {} classes (not decoded yet: `reclaim pack` decodes them and lists the files that fail)",
+        train + test,
+        survey.classes.len()
+    )?;
+    writeln!(report, "split: {}", split_rule_text(&survey.split_rule))?;
+    write_class_table(
+        &mut report,
+        &survey.classes,
+        &survey.train_files,
+        &survey.test_files,
+    )?;
+    write_skipped(&mut report, &survey.skipped)?;
+    Ok(report)
+}
+
+fn split_rule_text(rule: &SplitRule) -> String {
+    match rule {
+        SplitRule::Folders { test_folder } => format!("folders (train/ and {test_folder}/)"),
+        SplitRule::Fraction {
+            test_fraction,
+            seed,
+        } => format!("{test_fraction} of each class to the test split, seed {seed}"),
+    }
+}
+
+fn write_class_table(
+    report: &mut String,
+    classes: &[String],
+    train: &[usize],
+    test: &[usize],
+) -> std::fmt::Result {
+    writeln!(
+        report,
+        "{:>6}  {:>8}  {:>8}  class",
+        "label", "training", "test"
+    )?;
+    for (label, class) in classes.iter().enumerate() {
+        writeln!(
+            report,
+            "{label:>6}  {:>8}  {:>8}  {class}",
+            train.get(label).copied().unwrap_or(0),
+            test.get(label).copied().unwrap_or(0)
+        )?;
+    }
+    Ok(())
+}
+
+fn write_skipped(report: &mut String, skipped: &[SkippedFile]) -> std::fmt::Result {
+    if skipped.is_empty() {
+        return writeln!(report, "skipped: none");
+    }
+    writeln!(report, "skipped ({}):", skipped.len())?;
+    for file in skipped {
+        writeln!(report, "  {file}")?;
+    }
+    Ok(())
 }
 
 fn shape_text(shape: &[usize]) -> String {

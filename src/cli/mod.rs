@@ -6,5 +6,6 @@ pub mod bench_train;
 pub mod fetch;
 pub mod inspect;
 pub mod interrupt;
+pub mod pack;
 pub mod report;
 pub mod train;

@@ -6,12 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use reclaim_dataset::DatasetName;
-use reclaim_model::ModelKind;
+use reclaim_dataset::{DatasetName, PackSplits};
+use reclaim_loader::{ImageShape, ImageSource};
+use reclaim_model::{ClassifierConfig, ModelKind};
 use reclaim_train::{
-    BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, PixelScaling, ProgressDisplay,
-    RunFile, RunFolderLock, StartPolicy, StepKernel, TrainConfig, TrainError, TrainingData,
-    evaluate_weights, latest_checkpoint, model_for_dataset, standard_augmentation,
+    BackendChoice, CancellationFlag, CheckpointFile, DatasetStorage, PackStatistics, PixelScaling,
+    ProgressDisplay, RunFile, RunFolderLock, StartPolicy, StepKernel, TrainConfig, TrainError,
+    TrainingData, TrainingDataset, evaluate_weights, latest_checkpoint, model_for_dataset,
+    model_for_images, photo_augmentation, standard_augmentation,
 };
 
 use super::interrupt::{self, Interrupted};
@@ -78,14 +80,19 @@ pub struct TrainArguments {
     /// The dataset: mnist, fashion-mnist, kmnist (IDX files), cifar10 or cifar100 (CIFAR's
     /// binary record files); its folder is --data, else $RECLAIM_DATA, else data/, or their
     /// subfolder of the dataset's name (data/cifar-10).
-    #[arg(long, default_value = "mnist")]
+    #[arg(long, default_value = "mnist", conflicts_with = "image_size")]
     pub dataset: DatasetName,
+    /// Photos: with --image-size, --data is a folder of photos (see `reclaim pack --help`),
+    /// packed on first use into the pack cache and reused while it matches the folder.
+    #[command(flatten)]
+    pub photos: super::pack::PhotoArguments,
     /// The model: mlp (input-128-ReLU-classes) or cnn (two conv-ReLU-pool blocks and a linear
     /// head), sized for the dataset's images and classes.
     #[arg(long, default_value = "mlp")]
     pub model: ModelKind,
     /// Augment the training samples: a random crop with padding 4 and a random horizontal flip
-    /// for CIFAR, a random crop with padding 2 (no flip) for the MNIST family; each draw a
+    /// for CIFAR, a random crop with padding 2 (no flip) for the MNIST family, a random crop
+    /// with padding an eighth of the shorter side and a random flip for photos; each draw a
     /// function of the seed, the epoch and the sample.
     #[arg(long)]
     pub augment: bool,
@@ -110,11 +117,13 @@ pub struct TrainArguments {
     /// Loader worker threads (0: batches are made on the training thread).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
-    /// Standardize pixels with the dataset's mean and standard deviation (MNIST's, or
-    /// CIFAR-10's per channel) instead of scaling to [0, 1].
+    /// Standardize pixels with the dataset's mean and standard deviation (MNIST's, CIFAR-10's
+    /// per channel, or a pack's own per-channel statistics of its training split) instead of
+    /// scaling to [0, 1].
     #[arg(long)]
     pub standardize: bool,
-    /// The dataset folder (default: $RECLAIM_DATA, then the vendored data/).
+    /// The dataset folder (default: $RECLAIM_DATA, then the vendored data/); a pack file
+    /// (`reclaim pack`); or, with --image-size, a folder of photos.
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// The run folder (default: runs/train-BACKEND).
@@ -172,7 +181,7 @@ pub struct EvalArguments {
     /// The model the weights are of: mlp or cnn.
     #[arg(long, default_value = "mlp")]
     pub model: ModelKind,
-    /// The dataset folder (default: $RECLAIM_DATA, then the vendored data/).
+    /// The dataset folder (default: $RECLAIM_DATA, then the vendored data/), or a pack file.
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// Standardize pixels (use it when the model was trained with --standardize).
@@ -190,45 +199,174 @@ fn data_folder(argument: Option<&Path>, dataset: DatasetName) -> anyhow::Result<
     Ok(reclaim_dataset::resolve_dataset_folder(argument, dataset)?)
 }
 
-fn pixel_scaling(standardize: bool, dataset: DatasetName) -> PixelScaling {
-    if standardize {
-        PixelScaling::standardized_for(dataset)
-    } else {
-        PixelScaling::UnitRange
+/// What a run's data is, as the arguments say.
+enum DataChoice {
+    /// A dataset of the catalogue in its folder.
+    Catalogue {
+        dataset: DatasetName,
+        folder: PathBuf,
+    },
+    /// A pack file, given or just made from a folder of photos.
+    Pack(PackSummary),
+}
+
+/// What a run needs to know of a pack before it opens it for training.
+struct PackSummary {
+    path: PathBuf,
+    shape: ImageShape,
+    classes: usize,
+    statistics: Option<PackStatistics>,
+}
+
+impl PackSummary {
+    /// Opens the pack at `path` (checking all of it) for its shape, classes and statistics.
+    fn read(path: &Path) -> anyhow::Result<Self> {
+        // SAFETY: the pack is only read, for its header and manifest, and dropped before this
+        // function returns; packs are only ever replaced by rename, never written in place.
+        let pack = unsafe { PackSplits::open_mapped(path) }?;
+        let shape = ImageSource::image_shape(&pack.train);
+        Ok(PackSummary {
+            path: path.to_path_buf(),
+            shape,
+            classes: pack.train.number_of_classes(),
+            statistics: PackStatistics::from_manifest(&pack.manifest().statistics),
+        })
     }
 }
 
-/// `runs/train-BACKEND` for the PyTorch recipe (MNIST, MLP), `runs/train-DATASET-MODEL-BACKEND`
-/// otherwise.
-fn default_run_folder(arguments: &TrainArguments) -> PathBuf {
-    let name = if arguments.dataset == DatasetName::Mnist && arguments.model == ModelKind::Mlp {
-        format!("train-{}", arguments.backend)
-    } else {
-        format!(
-            "train-{}-{}-{}",
-            arguments.dataset, arguments.model, arguments.backend
-        )
-    };
-    PathBuf::from("runs").join(name)
+/// Whether `path` is a pack file (its first bytes are the pack magic).
+pub(crate) fn is_pack_file(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 8];
+    path.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut file| file.read_exact(&mut magic))
+            .is_ok()
+        && magic == reclaim_dataset::pack::PACK_MAGIC
 }
 
-/// Builds the run's configuration from the arguments.
+/// The data the arguments name: with --image-size, the folder of photos packed (into the
+/// cache); a pack file given as --data; else the catalogue dataset in its folder.
+fn data_choice(
+    dataset: DatasetName,
+    data: Option<&Path>,
+    photos: &super::pack::PhotoArguments,
+    seed: u64,
+    progress: ProgressDisplay,
+) -> anyhow::Result<DataChoice> {
+    if let Some(image_size) = photos.image_size {
+        let folder = data.context("--image-size needs --data FOLDER, the folder of photos")?;
+        let options = photos.options(image_size, seed, progress)?;
+        let pack = super::pack::pack_for_training(folder, &options)?;
+        return Ok(DataChoice::Pack(PackSummary::read(&pack)?));
+    }
+    match data {
+        Some(path) if is_pack_file(path) => Ok(DataChoice::Pack(PackSummary::read(path)?)),
+        _ => Ok(DataChoice::Catalogue {
+            dataset,
+            folder: data_folder(data, dataset)?,
+        }),
+    }
+}
+
+impl DataChoice {
+    fn dataset(&self) -> TrainingDataset {
+        match self {
+            DataChoice::Catalogue { dataset, .. } => TrainingDataset::Catalogue(*dataset),
+            DataChoice::Pack(_) => TrainingDataset::Pack,
+        }
+    }
+
+    fn folder(&self) -> PathBuf {
+        match self {
+            DataChoice::Catalogue { folder, .. } => folder.clone(),
+            DataChoice::Pack(pack) => pack.path.clone(),
+        }
+    }
+
+    fn model(&self, kind: ModelKind) -> ClassifierConfig {
+        match self {
+            DataChoice::Catalogue { dataset, .. } => model_for_dataset(*dataset, kind),
+            DataChoice::Pack(pack) => model_for_images(pack.shape, pack.classes, kind),
+        }
+    }
+
+    fn augmentation(&self) -> reclaim_loader::Augmentation {
+        match self {
+            DataChoice::Catalogue { dataset, .. } => standard_augmentation(*dataset),
+            DataChoice::Pack(pack) => photo_augmentation(pack.shape),
+        }
+    }
+
+    fn pixel_scaling(&self, standardize: bool) -> anyhow::Result<PixelScaling> {
+        match (self, standardize) {
+            (_, false) => Ok(PixelScaling::UnitRange),
+            (DataChoice::Catalogue { dataset, .. }, true) => {
+                Ok(PixelScaling::standardized_for(*dataset))
+            }
+            (DataChoice::Pack(pack), true) => pack
+                .statistics
+                .map(PixelScaling::PackStandardized)
+                .with_context(|| {
+                    format!(
+                        "{}: --standardize: the pack's statistics are not usable",
+                        pack.path.display()
+                    )
+                }),
+        }
+    }
+
+    /// `runs/train-BACKEND` for the PyTorch recipe (MNIST, MLP),
+    /// `runs/train-DATASET-MODEL-BACKEND` otherwise (DATASET a pack's file name without
+    /// `.rpack`).
+    fn default_run_folder(&self, model: ModelKind, backend: BackendChoice) -> PathBuf {
+        let name = match self {
+            DataChoice::Catalogue {
+                dataset: DatasetName::Mnist,
+                ..
+            } if model == ModelKind::Mlp => format!("train-{backend}"),
+            DataChoice::Catalogue { dataset, .. } => format!("train-{dataset}-{model}-{backend}"),
+            DataChoice::Pack(pack) => {
+                let stem = pack
+                    .path
+                    .file_stem()
+                    .map_or_else(|| "pack".into(), |stem| stem.to_string_lossy().into_owned());
+                format!("train-{stem}-{model}-{backend}")
+            }
+        };
+        PathBuf::from("runs").join(name)
+    }
+}
+
+/// Builds the run's configuration from the arguments (packing a folder of photos first where
+/// --image-size asks for it).
 pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<TrainConfig> {
+    let progress = if arguments.quiet {
+        ProgressDisplay::Hidden
+    } else {
+        ProgressDisplay::Bar
+    };
+    let data = data_choice(
+        arguments.dataset,
+        arguments.data.as_deref(),
+        &arguments.photos,
+        arguments.seed,
+        progress,
+    )?;
     let run_folder = arguments
         .out
         .clone()
-        .unwrap_or_else(|| default_run_folder(arguments));
+        .unwrap_or_else(|| data.default_run_folder(arguments.model, arguments.backend));
     let start = match (arguments.resume, arguments.overwrite) {
         (true, _) => StartPolicy::ResumeLatestCheckpoint,
         (false, true) => StartPolicy::Overwrite,
         (false, false) => StartPolicy::Fresh,
     };
-    let dataset = arguments.dataset;
     Ok(TrainConfig {
-        dataset,
-        model: model_for_dataset(dataset, arguments.model),
+        dataset: data.dataset(),
+        model: data.model(arguments.model),
         augmentation: if arguments.augment {
-            standard_augmentation(dataset)
+            data.augmentation()
         } else {
             reclaim_loader::Augmentation::NONE
         },
@@ -239,23 +377,15 @@ pub fn config_from_arguments(arguments: &TrainArguments) -> anyhow::Result<Train
         weight_decay: arguments.weight_decay,
         seed: arguments.seed,
         workers: arguments.workers,
-        pixel_scaling: pixel_scaling(arguments.standardize, dataset),
+        pixel_scaling: data.pixel_scaling(arguments.standardize)?,
         step_kernel: arguments.step.kernel(),
         training_sample_limit: arguments.limit,
         start,
-        progress: if arguments.quiet {
-            ProgressDisplay::Hidden
-        } else {
-            ProgressDisplay::Bar
-        },
+        progress,
         storage: arguments.storage.storage(),
         checkpoint_every: arguments.checkpoint_every,
         cancellation: CancellationFlag::from_shared(interrupt::INTERRUPTED.clone()),
-        ..TrainConfig::recipe(
-            arguments.backend,
-            data_folder(arguments.data.as_deref(), dataset)?,
-            run_folder,
-        )
+        ..TrainConfig::recipe(arguments.backend, data.folder(), run_folder)
     })
 }
 
@@ -325,15 +455,24 @@ pub fn run_eval(arguments: EvalArguments) -> anyhow::Result<()> {
     let weights_path = resolve_weights(&arguments.checkpoint)?;
     let weights = std::fs::read(&weights_path)
         .with_context(|| format!("reading {}", weights_path.display()))?;
-    let dataset = arguments.dataset;
-    let data_folder = data_folder(arguments.data.as_deref(), dataset)?;
-    let data = TrainingData::open(dataset, &data_folder, arguments.storage.storage())?;
+    let choice = data_choice(
+        arguments.dataset,
+        arguments.data.as_deref(),
+        &super::pack::PhotoArguments::none(),
+        0,
+        ProgressDisplay::Hidden,
+    )?;
+    let data = TrainingData::open(
+        choice.dataset(),
+        &choice.folder(),
+        arguments.storage.storage(),
+    )?;
     let evaluation = evaluate_weights(
         &weights,
-        &model_for_dataset(dataset, arguments.model),
+        &choice.model(arguments.model),
         &data,
         arguments.backend,
-        pixel_scaling(arguments.standardize, dataset),
+        choice.pixel_scaling(arguments.standardize)?,
     )
     .with_context(|| format!("evaluating {}", weights_path.display()))?;
     println!(

@@ -159,7 +159,8 @@ mod tests {
 
     #[test]
     fn sixteen_bit_grey_palette_and_alpha_pngs_all_become_rgb_records() {
-        let grey16 = image::ImageBuffer::<image::Luma<u16>, _>::from_pixel(5, 7, image::Luma([65535]));
+        let grey16 =
+            image::ImageBuffer::<image::Luma<u16>, _>::from_pixel(5, 7, image::Luma([65535]));
         let rgba = image::RgbaImage::from_pixel(9, 3, image::Rgba([10, 20, 30, 0]));
         for (image, expected) in [
             (image::DynamicImage::from(grey16), [255u8, 255, 255]),
@@ -168,7 +169,11 @@ mod tests {
             let png = encode(image, ImageFormat::Png);
             let record = decode_to_record(&png, RGB_4X4, DecodeLimits::default()).unwrap();
             for (channel, value) in expected.into_iter().enumerate() {
-                assert!(record[channel * 16..(channel + 1) * 16].iter().all(|&v| v == value));
+                assert!(
+                    record[channel * 16..(channel + 1) * 16]
+                        .iter()
+                        .all(|&v| v == value)
+                );
             }
         }
     }
@@ -184,7 +189,10 @@ mod tests {
         };
         let record = decode_to_record(&jpeg, grey, DecodeLimits::default()).unwrap();
         assert_eq!(record.len(), 64);
-        assert!(record.iter().all(|&value| value.abs_diff(200) <= 3), "{record:?}");
+        assert!(
+            record.iter().all(|&value| value.abs_diff(200) <= 3),
+            "{record:?}"
+        );
     }
 
     #[test]

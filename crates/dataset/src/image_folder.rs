@@ -22,7 +22,9 @@ pub struct TestFraction(f64);
 impl TestFraction {
     /// `fraction` if it is in `[0, 1)`.
     pub fn new(fraction: f64) -> Option<Self> {
-        (0.0..1.0).contains(&fraction).then_some(TestFraction(fraction))
+        (0.0..1.0)
+            .contains(&fraction)
+            .then_some(TestFraction(fraction))
     }
 
     /// The fraction.
@@ -172,8 +174,7 @@ fn list_class_folders(
     let mut classes = Vec::new();
     for (name, path) in names {
         let relative = join_relative(root, &name.to_string_lossy());
-        if name.as_encoded_bytes().starts_with(b".") || (root.is_empty() && is_split_name(&name))
-        {
+        if name.as_encoded_bytes().starts_with(b".") || (root.is_empty() && is_split_name(&name)) {
             continue;
         }
         if !path.is_dir() {
@@ -307,7 +308,10 @@ fn label_and_divide(
             continue;
         }
         if class_folder.files.len() == 1 && class_folder.split == PackSplit::Train {
-            skipped.push(skip(&class_folder.folder_relative, SkipReason::SingleImageClass));
+            skipped.push(skip(
+                &class_folder.folder_relative,
+                SkipReason::SingleImageClass,
+            ));
         }
         for file in &mut class_folder.files {
             file.label = label as u32;
@@ -368,4 +372,50 @@ fn relative_lossy(folder: &Path, path: &Path) -> String {
         .unwrap_or(path)
         .to_string_lossy()
         .replace(std::path::MAIN_SEPARATOR, "/")
+}
+
+/// What a folder of photos holds, before anything is decoded (see [`survey_image_folder`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImageFolderSurvey {
+    /// Class names in label order.
+    pub classes: Vec<String>,
+    /// How the folder divides into splits.
+    pub split_rule: SplitRule,
+    /// Candidate files per class in the training split (label order).
+    pub train_files: Vec<usize>,
+    /// Candidate files per class in the test split (label order).
+    pub test_files: Vec<usize>,
+    /// What is left out already by name, type or layout (files that fail to decode are only
+    /// known once packed).
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// Reads `folder` as packing would (layout, classes, division by `test_fraction` and `seed`),
+/// without opening a single image: what `reclaim inspect FOLDER` shows.
+///
+/// # Errors
+///
+/// [`DatasetError::ImageFolder`] for a folder with no image, [`DatasetError::Io`] for one that
+/// cannot be listed.
+pub fn survey_image_folder(
+    folder: &Path,
+    test_fraction: TestFraction,
+    seed: u64,
+) -> Result<ImageFolderSurvey> {
+    let plan = plan_image_folder(folder, test_fraction, seed)?;
+    let mut train_files = vec![0; plan.classes.len()];
+    let mut test_files = vec![0; plan.classes.len()];
+    for file in &plan.files {
+        match file.split {
+            PackSplit::Train => train_files[file.label as usize] += 1,
+            PackSplit::Test => test_files[file.label as usize] += 1,
+        }
+    }
+    Ok(ImageFolderSurvey {
+        classes: plan.classes,
+        split_rule: plan.split_rule,
+        train_files,
+        test_files,
+        skipped: plan.skipped,
+    })
 }

@@ -89,7 +89,11 @@ impl PackImageShape {
 
 impl fmt::Display for PackImageShape {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}x{}x{}", self.channels, self.height, self.width)
+        write!(
+            formatter,
+            "{}x{}x{}",
+            self.channels, self.height, self.width
+        )
     }
 }
 
@@ -243,7 +247,8 @@ fn check_section_lengths(header: &PackHeader, length: u64) -> Result<(), PackPro
         .and_then(|records| records.checked_mul(4))
         .and_then(|bytes| bytes.checked_add(header.labels_offset));
     let end = header.manifest_offset.checked_add(header.manifest_bytes);
-    if labels_offset != Some(header.labels_offset) || manifest_offset != Some(header.manifest_offset)
+    if labels_offset != Some(header.labels_offset)
+        || manifest_offset != Some(header.manifest_offset)
     {
         return Err(impossible(format!(
             "the labels at {} and the manifest at {} do not follow {} records of {} bytes",
@@ -286,6 +291,7 @@ pub(crate) fn content_checksum(content: &[u8]) -> u128 {
 }
 
 /// The header's 128 bytes.
+#[cfg(any(test, feature = "images"))]
 pub(crate) fn encode_pack_header(header: &PackHeader) -> [u8; PACK_HEADER_BYTES] {
     let mut bytes = [0u8; PACK_HEADER_BYTES];
     bytes[..8].copy_from_slice(&PACK_MAGIC);
@@ -516,7 +522,10 @@ impl PackManifest {
     ) -> Result<(), PackProblem> {
         let disagrees = |what: String| Err(PackProblem::ManifestDisagrees { what });
         if self.image != header.image {
-            return disagrees(format!("image shape {} against {}", self.image, header.image));
+            return disagrees(format!(
+                "image shape {} against {}",
+                self.image, header.image
+            ));
         }
         if self.classes.len() as u64 != u64::from(header.classes) {
             return disagrees(format!(
@@ -601,7 +610,10 @@ mod tests {
         let length = header.manifest_offset + 4;
         let mut bytes = encode_pack_header(&header);
         bytes[0] = b'X';
-        assert_eq!(parse_pack_header(&bytes, length), Err(PackProblem::BadMagic));
+        assert_eq!(
+            parse_pack_header(&bytes, length),
+            Err(PackProblem::BadMagic)
+        );
 
         let mut bytes = encode_pack_header(&header);
         bytes[8] = 9;

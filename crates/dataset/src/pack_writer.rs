@@ -29,9 +29,9 @@ use crate::image_folder::{FolderPlan, PlannedFile, TestFraction, plan_image_fold
 use crate::open::open_regular;
 use crate::pack_dataset::PackSplits;
 use crate::pack_format::{
-    ChannelStatistics, FileStamp, MAXIMUM_PACK_IMAGE_SIDE, PACK_FORMAT_VERSION,
-    PACK_HEADER_BYTES, PackHeader, PackImageShape, PackManifest, PackSplit, PackedSource,
-    SkipReason, SkippedFile, encode_pack_header,
+    ChannelStatistics, FileStamp, MAXIMUM_PACK_IMAGE_SIDE, PACK_FORMAT_VERSION, PACK_HEADER_BYTES,
+    PackHeader, PackImageShape, PackManifest, PackSplit, PackedSource, SkipReason, SkippedFile,
+    encode_pack_header,
 };
 use crate::progress::ProgressDisplay;
 
@@ -240,7 +240,11 @@ pub fn pack_image_folder(
         if options.bad_files == BadFilePolicy::Refuse {
             refuse_any(folder, &previous.manifest().skipped)?;
         }
-        return Ok(outcome_of(destination, previous.manifest(), PackState::UpToDate));
+        return Ok(outcome_of(
+            destination,
+            previous.manifest(),
+            PackState::UpToDate,
+        ));
     }
     let reuse = ReuseIndex::new(previous.as_ref());
     let mut partial = PartialPack::resume_or_create(&work, shape, &plan.files)?;
@@ -298,9 +302,10 @@ pub fn pack_locations(folder: &Path, options: &PackOptions) -> Vec<PathBuf> {
     let canonical = std::fs::canonicalize(folder)
         .or_else(|_| std::path::absolute(folder))
         .unwrap_or_else(|_| folder.to_path_buf());
-    let name = canonical
-        .file_name()
-        .map_or_else(|| "images".into(), |name| name.to_string_lossy().into_owned());
+    let name = canonical.file_name().map_or_else(
+        || "images".into(),
+        |name| name.to_string_lossy().into_owned(),
+    );
     let channels = match options.channels {
         PackChannels::Grey => "grey",
         PackChannels::Rgb => "rgb",
@@ -312,7 +317,12 @@ pub fn pack_locations(folder: &Path, options: &PackOptions) -> Vec<PathBuf> {
         locations.push(parent.join(&file_name));
     }
     for root in user_cache_roots() {
-        locations.push(root.join("reclaim").join("packs").join(&key).join(&file_name));
+        locations.push(
+            root.join("reclaim")
+                .join("packs")
+                .join(&key)
+                .join(&file_name),
+        );
     }
     locations
 }
@@ -409,10 +419,12 @@ fn is_up_to_date(manifest: &PackManifest, plan: &FolderPlan) -> bool {
     }
     known.len() == plan.files.len()
         && plan.files.iter().all(|file| {
-            known.get(file.relative.as_str()).is_some_and(|(split, label, stamp)| {
-                *stamp == stamp_of(file)
-                    && split.is_none_or(|split| split == file.split && *label == file.label)
-            })
+            known
+                .get(file.relative.as_str())
+                .is_some_and(|(split, label, stamp)| {
+                    *stamp == stamp_of(file)
+                        && split.is_none_or(|split| split == file.split && *label == file.label)
+                })
         })
 }
 
@@ -678,9 +690,7 @@ impl PartialPack {
             .map_err(io(&work.records))?;
         let records_end = PACK_HEADER_BYTES as u64 + record_count * shape.record_bytes();
         records.set_len(records_end).map_err(io(&work.records))?;
-        records
-            .seek(SeekFrom::End(0))
-            .map_err(io(&work.records))?;
+        records.seek(SeekFrom::End(0)).map_err(io(&work.records))?;
         let mut journal = BufWriter::new(File::create(&work.journal).map_err(io(&work.journal))?);
         let heading = JournalHeading {
             format_version: PACK_FORMAT_VERSION,
@@ -763,9 +773,14 @@ impl PartialPack {
             .filter(|source| source.split == PackSplit::Train)
             .count() as u64;
         let mut hasher = Xxh3::new();
-        let statistics =
-            read_back_records(&mut file, self.shape, sources.len(), train_records, &mut hasher)
-                .map_err(io)?;
+        let statistics = read_back_records(
+            &mut file,
+            self.shape,
+            sources.len(),
+            train_records,
+            &mut hasher,
+        )
+        .map_err(io)?;
         let manifest = PackManifest {
             image: self.shape,
             classes: plan.classes.clone(),
@@ -774,10 +789,12 @@ impl PartialPack {
             sources,
             skipped,
         };
-        let label_bytes: Vec<u8> = labels.iter().flat_map(|label| label.to_le_bytes()).collect();
-        let manifest_bytes = serde_json::to_vec(&manifest).map_err(|error| {
-            io(std::io::Error::new(std::io::ErrorKind::InvalidData, error))
-        })?;
+        let label_bytes: Vec<u8> = labels
+            .iter()
+            .flat_map(|label| label.to_le_bytes())
+            .collect();
+        let manifest_bytes = serde_json::to_vec(&manifest)
+            .map_err(|error| io(std::io::Error::new(std::io::ErrorKind::InvalidData, error)))?;
         let records = manifest.sources.len() as u64;
         let labels_offset = PACK_HEADER_BYTES as u64 + records * self.shape.record_bytes();
         hasher.update(&label_bytes);
@@ -811,7 +828,10 @@ impl PartialPack {
 
     /// The packed sources and their labels, and the files refused while decoding, in record
     /// order (the entries follow `plan.files` one for one).
-    fn entries_by_kind(&self, plan: &FolderPlan) -> (Vec<PackedSource>, Vec<u32>, Vec<SkippedFile>) {
+    fn entries_by_kind(
+        &self,
+        plan: &FolderPlan,
+    ) -> (Vec<PackedSource>, Vec<u32>, Vec<SkippedFile>) {
         let mut sources = Vec::new();
         let mut labels = Vec::new();
         let mut skipped = Vec::new();
@@ -884,7 +904,9 @@ fn read_back_records(
 /// Flushes the folder holding `path` so that a rename into it survives a crash (best effort:
 /// not every platform can open a folder).
 fn sync_folder(path: &Path) {
-    if let Some(folder) = path.parent().filter(|parent| !parent.as_os_str().is_empty())
+    if let Some(folder) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
         && let Ok(handle) = File::open(folder)
     {
         let _ = handle.sync_all();
@@ -912,7 +934,9 @@ fn resumable_entries(
         return None;
     }
     let mut records = BufReader::new(File::open(&work.records).ok()?);
-    records.seek(SeekFrom::Start(PACK_HEADER_BYTES as u64)).ok()?;
+    records
+        .seek(SeekFrom::Start(PACK_HEADER_BYTES as u64))
+        .ok()?;
     let mut record = vec![0u8; shape.record_bytes() as usize];
     let mut entries = Vec::new();
     for (line, file) in lines.zip(files) {

@@ -67,7 +67,11 @@ fn options() -> PackOptions {
     }
 }
 
-fn pack(folder: &Path, destination: &Path, options: &PackOptions) -> reclaim_dataset::pack::PackOutcome {
+fn pack(
+    folder: &Path,
+    destination: &Path,
+    options: &PackOptions,
+) -> reclaim_dataset::pack::PackOutcome {
     pack_image_folder(folder, destination, options, &NOT_CANCELLED).unwrap()
 }
 
@@ -80,7 +84,10 @@ fn a_split_folder_packs_into_records_labels_and_a_manifest_read_mapped_or_owned(
     let outcome = pack(&folder, &destination, &options());
     assert_eq!(outcome.state, PackState::Written);
     assert_eq!((outcome.train_records, outcome.test_records), (15, 6));
-    assert_eq!((outcome.decoded, outcome.reused, outcome.resumed), (21, 0, 0));
+    assert_eq!(
+        (outcome.decoded, outcome.reused, outcome.resumed),
+        (21, 0, 0)
+    );
     assert_eq!(outcome.classes, 3);
     assert!(outcome.skipped.is_empty(), "{:?}", outcome.skipped);
 
@@ -122,7 +129,10 @@ fn a_split_folder_packs_into_records_labels_and_a_manifest_read_mapped_or_owned(
     assert_eq!(manifest.sources[0].path, "train/cat/000.jpg");
     assert_eq!(manifest.sources[15].split, PackSplit::Test);
     let mean = &manifest.statistics.mean;
-    assert!(mean.iter().all(|&mean| (0.2..0.6).contains(&mean)), "{mean:?}");
+    assert!(
+        mean.iter().all(|&mean| (0.2..0.6).contains(&mean)),
+        "{mean:?}"
+    );
 }
 
 #[test]
@@ -134,7 +144,10 @@ fn the_same_folder_gives_the_same_pack_bytes() {
     let second = work.path().join("second.rpack");
     pack(&folder, &first, &options());
     pack(&folder, &second, &options());
-    assert_eq!(std::fs::read(first).unwrap(), std::fs::read(second).unwrap());
+    assert_eq!(
+        std::fs::read(first).unwrap(),
+        std::fs::read(second).unwrap()
+    );
 }
 
 #[test]
@@ -244,20 +257,37 @@ fn png_declaring(width: u32, height: u32) -> Vec<u8> {
 fn bad_folder(root: &Path) -> Vec<(String, fn(&SkipReason) -> bool)> {
     photo_folder(root, 3);
     let jpeg = encode(64, 48, [1, 2, 3], ImageFormat::Jpeg);
-    write(&root.join("train/cat/truncated.jpg"), &jpeg[..jpeg.len() / 3]);
+    write(
+        &root.join("train/cat/truncated.jpg"),
+        &jpeg[..jpeg.len() / 3],
+    );
     write(&root.join("train/cat/zero.jpg"), b"");
-    write(&root.join("train/cat/text.jpg"), b"just some words, not a JPEG\n");
-    write(&root.join("train/cat/notes.txt"), b"a note beside the photos");
-    write(&root.join("train/dog/bomb.png"), &png_declaring(100_000, 100_000));
-    std::os::unix::fs::symlink(root.join("train/dog/absent.png"), root.join("train/dog/dangling.png"))
-        .unwrap();
+    write(
+        &root.join("train/cat/text.jpg"),
+        b"just some words, not a JPEG\n",
+    );
+    write(
+        &root.join("train/cat/notes.txt"),
+        b"a note beside the photos",
+    );
+    write(
+        &root.join("train/dog/bomb.png"),
+        &png_declaring(100_000, 100_000),
+    );
+    std::os::unix::fs::symlink(
+        root.join("train/dog/absent.png"),
+        root.join("train/dog/dangling.png"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(root.join("train/dog"), root.join("train/dog/loop")).unwrap();
     let fifo = root.join("train/fox/pipe.jpg");
     let fifo_name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path; mkfifo touches nothing else.
     assert_eq!(unsafe { libc::mkfifo(fifo_name.as_ptr(), 0o644) }, 0);
     use std::os::unix::ffi::OsStrExt;
-    let non_utf8 = root.join("train/fox").join(std::ffi::OsStr::from_bytes(b"caf\xe9.png"));
+    let non_utf8 = root
+        .join("train/fox")
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9.png"));
     write(&non_utf8, &encode(20, 20, [30, 30, 200], ImageFormat::Png));
     std::fs::create_dir_all(root.join("train/empty")).unwrap();
     write(
@@ -266,20 +296,45 @@ fn bad_folder(root: &Path) -> Vec<(String, fn(&SkipReason) -> bool)> {
     );
     write(&root.join("train/stray.jpg"), &jpeg);
     vec![
-        ("train/cat/truncated.jpg".into(), |r| matches!(r, SkipReason::Undecodable { .. })),
-        ("train/cat/zero.jpg".into(), |r| *r == SkipReason::Empty),
-        ("train/cat/text.jpg".into(), |r| *r == SkipReason::UnknownFormat),
-        ("train/cat/notes.txt".into(), |r| *r == SkipReason::NotAnImageExtension),
-        ("train/dog/bomb.png".into(), |r| {
-            matches!(r, SkipReason::ImageTooLarge { width: 100_000, height: 100_000, .. })
+        ("train/cat/truncated.jpg".into(), |r| {
+            matches!(r, SkipReason::Undecodable { .. })
         }),
-        ("train/dog/dangling.png".into(), |r| matches!(r, SkipReason::Unlistable { .. })),
-        ("train/dog/loop".into(), |r| matches!(r, SkipReason::Unlistable { .. })),
-        ("train/fox/pipe.jpg".into(), |r| matches!(r, SkipReason::NotARegularFile { .. })),
-        ("train/fox/caf\u{fffd}.png".into(), |r| *r == SkipReason::NameNotUtf8),
+        ("train/cat/zero.jpg".into(), |r| *r == SkipReason::Empty),
+        ("train/cat/text.jpg".into(), |r| {
+            *r == SkipReason::UnknownFormat
+        }),
+        ("train/cat/notes.txt".into(), |r| {
+            *r == SkipReason::NotAnImageExtension
+        }),
+        ("train/dog/bomb.png".into(), |r| {
+            matches!(
+                r,
+                SkipReason::ImageTooLarge {
+                    width: 100_000,
+                    height: 100_000,
+                    ..
+                }
+            )
+        }),
+        ("train/dog/dangling.png".into(), |r| {
+            matches!(r, SkipReason::Unlistable { .. })
+        }),
+        ("train/dog/loop".into(), |r| {
+            matches!(r, SkipReason::Unlistable { .. })
+        }),
+        ("train/fox/pipe.jpg".into(), |r| {
+            matches!(r, SkipReason::NotARegularFile { .. })
+        }),
+        ("train/fox/caf\u{fffd}.png".into(), |r| {
+            *r == SkipReason::NameNotUtf8
+        }),
         ("train/empty".into(), |r| *r == SkipReason::EmptyClass),
-        ("train/lonely".into(), |r| *r == SkipReason::SingleImageClass),
-        ("train/stray.jpg".into(), |r| *r == SkipReason::OutsideClassFolder),
+        ("train/lonely".into(), |r| {
+            *r == SkipReason::SingleImageClass
+        }),
+        ("train/stray.jpg".into(), |r| {
+            *r == SkipReason::OutsideClassFolder
+        }),
     ]
 }
 
@@ -292,17 +347,31 @@ fn every_bad_file_is_skipped_and_listed_with_its_reason() {
     let outcome = pack(&folder, &destination, &options());
     for (path, is_reason) in &expected {
         let listed = outcome.skipped.iter().find(|skipped| &skipped.path == path);
-        let listed = listed.unwrap_or_else(|| panic!("{path} not listed in {:#?}", outcome.skipped));
+        let listed =
+            listed.unwrap_or_else(|| panic!("{path} not listed in {:#?}", outcome.skipped));
         assert!(is_reason(&listed.reason), "{path}: {}", listed.reason);
     }
-    assert_eq!(outcome.skipped.len(), expected.len(), "{:#?}", outcome.skipped);
+    assert_eq!(
+        outcome.skipped.len(),
+        expected.len(),
+        "{:#?}",
+        outcome.skipped
+    );
     // The good images and the single image of `lonely` are packed; `empty` is no class.
-    assert_eq!((outcome.train_records, outcome.test_records), (3 * 3 + 1, 6));
+    assert_eq!(
+        (outcome.train_records, outcome.test_records),
+        (3 * 3 + 1, 6)
+    );
     let pack = PackSplits::open_owned(&destination).unwrap();
     assert_eq!(pack.manifest().classes, ["cat", "dog", "fox", "lonely"]);
     assert_eq!(pack.manifest().skipped, outcome.skipped);
     // Up to date with its bad files: the next pack writes nothing.
-    assert_eq!(pack_image_folder(&folder, &destination, &options(), &NOT_CANCELLED).unwrap().state, PackState::UpToDate);
+    assert_eq!(
+        pack_image_folder(&folder, &destination, &options(), &NOT_CANCELLED)
+            .unwrap()
+            .state,
+        PackState::UpToDate
+    );
 }
 
 #[test]
@@ -328,7 +397,12 @@ fn strict_packing_refuses_the_first_bad_file_by_name() {
     let decoding = work.path().join("decoding");
     photo_folder(&decoding, 2);
     write(&decoding.join("train/dog/zero.png"), b"");
-    match pack_image_folder(&decoding, &work.path().join("d.rpack"), &strict, &NOT_CANCELLED) {
+    match pack_image_folder(
+        &decoding,
+        &work.path().join("d.rpack"),
+        &strict,
+        &NOT_CANCELLED,
+    ) {
         Err(DatasetError::BadSourceFile { path, reason }) => {
             assert_eq!(path, decoding.join("train/dog/zero.png"));
             assert_eq!(reason, SkipReason::Empty);
@@ -408,7 +482,9 @@ fn a_cancelled_pack_leaves_no_pack_and_the_next_run_finishes_it() {
     let destination = work.path().join("photos.rpack");
     let cancelled = AtomicBool::new(true);
     match pack_image_folder(&folder, &destination, &options(), &cancelled) {
-        Err(DatasetError::PackInterrupted { done: 0, total: 12, .. }) => {}
+        Err(DatasetError::PackInterrupted {
+            done: 0, total: 12, ..
+        }) => {}
         other => panic!("expected PackInterrupted, got {other:?}"),
     }
     assert!(!destination.exists());

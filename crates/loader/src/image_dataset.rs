@@ -8,7 +8,7 @@ use crate::source::{ImageShape, ImageSource};
 fn copy_sample(
     index: usize,
     image: &[u8],
-    label: u8,
+    label: impl Into<i64>,
     pixels: &mut [u8],
 ) -> Result<i64, LoaderError> {
     if image.len() != pixels.len() {
@@ -19,7 +19,7 @@ fn copy_sample(
         });
     }
     pixels.copy_from_slice(image);
-    Ok(i64::from(label))
+    Ok(label.into())
 }
 
 impl ImageSource for reclaim_dataset::ImageDataset {
@@ -80,6 +80,41 @@ impl ImageSource for reclaim_dataset::CifarDataset {
     }
 
     /// As for IDX: a record file truncated under its map is [`LoaderError::SourceChanged`].
+    fn verify_intact(&self) -> Result<(), LoaderError> {
+        self.verify_mapping_intact()
+            .map_err(|error| LoaderError::SourceChanged(Box::new(error)))
+    }
+}
+
+/// A pack's records: C x H x W images of the pack's shape, channel-major as the pack stores
+/// them, lent straight from the (mapped) pack with their labels.
+impl ImageSource for reclaim_dataset::PackDataset {
+    fn len(&self) -> usize {
+        reclaim_dataset::PackDataset::len(self)
+    }
+
+    fn image_shape(&self) -> ImageShape {
+        let shape = reclaim_dataset::PackDataset::image_shape(self);
+        ImageShape::new(
+            shape.channels as usize,
+            shape.height as usize,
+            shape.width as usize,
+        )
+    }
+
+    fn borrow_sample(&self, index: usize) -> Option<(&[u8], i64)> {
+        Some((self.image(index), i64::from(self.label(index))))
+    }
+
+    fn prefetch_sample(&self, index: usize) {
+        crate::convert::prefetch(self.image(index));
+    }
+
+    fn read_sample(&self, index: usize, pixels: &mut [u8]) -> Result<i64, LoaderError> {
+        copy_sample(index, self.image(index), self.label(index), pixels)
+    }
+
+    /// As for IDX: a pack truncated under its map is [`LoaderError::SourceChanged`].
     fn verify_intact(&self) -> Result<(), LoaderError> {
         self.verify_mapping_intact()
             .map_err(|error| LoaderError::SourceChanged(Box::new(error)))

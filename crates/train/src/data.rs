@@ -1,17 +1,17 @@
-//! [`TrainingData`]: the two splits of whichever catalogue dataset a run trains on (an IDX pair of
-//! the MNIST family, or CIFAR-10/100 record files), as loader sources, with their fingerprint
-//! and the paths that errors name.
+//! [`TrainingData`]: the two splits of whatever a run trains on (an IDX pair of the MNIST family,
+//! CIFAR-10/100 record files, or a pack of photos), as loader sources, with their fingerprint and
+//! the paths that errors name.
 
 use std::path::{Path, PathBuf};
 
 use reclaim_dataset::{
-    CifarSplits, DatasetFingerprint, DatasetName, DatasetSplits, ImageDataset,
-    cifar::CifarFingerprint, idx::IdxArray,
+    CifarSplits, DatasetFingerprint, DatasetSplits, ImageDataset, PackSplits,
+    cifar::CifarFingerprint, idx::IdxArray, pack::PackFingerprint,
 };
 use reclaim_loader::{ImageShape, ImageSource};
 use serde::{Deserialize, Serialize};
 
-use crate::{DatasetStorage, TrainError};
+use crate::{DatasetStorage, TrainError, TrainingDataset};
 
 /// Both splits of a run's dataset, opened with its [`DatasetStorage`]. Dropping it unmaps (or
 /// frees) every file.
@@ -25,6 +25,8 @@ pub enum TrainingData {
     Idx(DatasetSplits),
     /// CIFAR-10 or CIFAR-100: the record files of both splits.
     Cifar(CifarSplits),
+    /// A pack: both splits in one file.
+    Pack(PackSplits),
 }
 
 /// The identity of a run's dataset files: size and XXH3-128 of every file, as a resumed run
@@ -37,6 +39,8 @@ pub enum DataFingerprint {
     Idx(DatasetFingerprint),
     /// The CIFAR record files.
     Cifar(CifarFingerprint),
+    /// The pack file.
+    Pack(PackFingerprint),
 }
 
 /// Which split, for [`TrainingData::split`].
@@ -47,22 +51,25 @@ pub(crate) enum SplitRole {
 }
 
 impl TrainingData {
-    /// Opens both splits of `dataset` in `folder` with `storage`.
+    /// Opens both splits of `dataset` in `folder` (for a pack, the pack file) with `storage`.
     ///
     /// # Errors
     ///
     /// [`TrainError::Dataset`] for files missing, malformed or disagreeing (see
-    /// reclaim-dataset's `DatasetSplits` and `CifarSplits`).
+    /// reclaim-dataset's `DatasetSplits`, `CifarSplits` and `PackSplits`).
     pub fn open(
-        dataset: DatasetName,
+        dataset: impl Into<TrainingDataset>,
         folder: &Path,
         storage: DatasetStorage,
     ) -> Result<Self, TrainError> {
-        match dataset.cifar_variant() {
-            Some(variant) => Ok(TrainingData::Cifar(
-                storage.open_cifar_splits(folder, variant)?,
-            )),
-            None => Ok(TrainingData::Idx(storage.open_splits(folder)?)),
+        match dataset.into() {
+            TrainingDataset::Pack => Ok(TrainingData::Pack(storage.open_pack_splits(folder)?)),
+            TrainingDataset::Catalogue(dataset) => match dataset.cifar_variant() {
+                Some(variant) => Ok(TrainingData::Cifar(
+                    storage.open_cifar_splits(folder, variant)?,
+                )),
+                None => Ok(TrainingData::Idx(storage.open_splits(folder)?)),
+            },
         }
     }
 
@@ -82,6 +89,8 @@ impl TrainingData {
             (TrainingData::Idx(splits), SplitRole::Test) => &splits.test,
             (TrainingData::Cifar(splits), SplitRole::Train) => &splits.train,
             (TrainingData::Cifar(splits), SplitRole::Test) => &splits.test,
+            (TrainingData::Pack(splits), SplitRole::Train) => &splits.train,
+            (TrainingData::Pack(splits), SplitRole::Test) => &splits.test,
         }
     }
 
@@ -99,6 +108,7 @@ impl TrainingData {
                 .number_of_classes()
                 .max(splits.test.number_of_classes()),
             TrainingData::Cifar(splits) => splits.train.number_of_classes(),
+            TrainingData::Pack(splits) => splits.train.number_of_classes(),
         }
     }
 
@@ -107,6 +117,7 @@ impl TrainingData {
         match self {
             TrainingData::Idx(splits) => DataFingerprint::Idx(splits.fingerprint()),
             TrainingData::Cifar(splits) => DataFingerprint::Cifar(splits.fingerprint()),
+            TrainingData::Pack(splits) => DataFingerprint::Pack(splits.fingerprint()),
         }
     }
 
@@ -125,6 +136,7 @@ impl TrainingData {
                     .first()
                     .map_or_else(PathBuf::new, |path| path.to_path_buf())
             }
+            TrainingData::Pack(splits) => splits.train.path().to_path_buf(),
         }
     }
 
@@ -132,7 +144,7 @@ impl TrainingData {
     pub(crate) fn idx_split(&self, role: SplitRole) -> Option<&ImageDataset> {
         match self {
             TrainingData::Idx(splits) => Some(idx_split(splits, role)),
-            TrainingData::Cifar(_) => None,
+            TrainingData::Cifar(_) | TrainingData::Pack(_) => None,
         }
     }
 }

@@ -167,6 +167,7 @@ fn named_files(fingerprint: &DataFingerprint) -> Vec<(String, FileFingerprint)> 
             files.extend(numbered(&format!("{} test", cifar.variant), &cifar.test));
             files
         }
+        DataFingerprint::Pack(pack) => vec![("pack".to_string(), pack.pack.clone())],
     }
 }
 

@@ -72,9 +72,10 @@ pub use run_folder::{RunFolderLock, RunFolderOwner};
 pub use storage::DatasetStorage;
 pub use timeline::MemoryTimeline;
 pub use trainer::{
-    CancellationFlag, Evaluation, LARGEST_FUSED_STEP_BATCH_ON_FLEX, MAX_EPOCHS, PixelScaling,
-    StartPolicy, StepKernel, StepKernelObstacle, TrainConfig, TrainRun, evaluate_weights,
-    model_for_dataset, standard_augmentation, train,
+    CancellationFlag, Evaluation, LARGEST_FUSED_STEP_BATCH_ON_FLEX, MAX_EPOCHS, PackStatistics,
+    PixelScaling, StartPolicy, StepKernel, StepKernelObstacle, TrainConfig, TrainRun,
+    TrainingDataset, evaluate_weights, model_for_dataset, model_for_images, photo_augmentation,
+    standard_augmentation, train,
 };
 
 /// The README's examples, run as doctests.

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::Path;
 
 use reclaim_dataset::{
-    CifarSplits, DatasetSplits, ImageDataset, Split, StorageKind, cifar::CifarVariant,
+    CifarSplits, DatasetSplits, ImageDataset, PackSplits, Split, StorageKind, cifar::CifarVariant,
 };
 use serde::{Serialize, Serializer};
 
@@ -103,6 +103,16 @@ impl DatasetStorage {
             // SAFETY: as in `open_splits`: the caller of `mapped()` promised the contract for
             // every file of the dataset folder, the CIFAR record files included.
             StorageKind::Mapped => unsafe { CifarSplits::open_mapped(folder, variant)? },
+        })
+    }
+
+    /// Opens both splits of the pack at `path` with this storage.
+    pub fn open_pack_splits(self, path: &Path) -> Result<PackSplits, TrainError> {
+        Ok(match self.kind {
+            StorageKind::Owned => PackSplits::open_owned(path)?,
+            // SAFETY: as in `open_splits`: the caller of `mapped()` promised the contract for
+            // the run's data, the pack file included.
+            StorageKind::Mapped => unsafe { PackSplits::open_mapped(path)? },
         })
     }
 

@@ -74,7 +74,7 @@ fn small_cnn() -> ClassifierConfig {
 
 fn cifar_config(data: &Path, run_folder: &Path) -> TrainConfig {
     TrainConfig {
-        dataset: DatasetName::Cifar10,
+        dataset: DatasetName::Cifar10.into(),
         model: small_cnn(),
         augmentation: Augmentation::CIFAR,
         pixel_scaling: PixelScaling::Cifar10Standardized,

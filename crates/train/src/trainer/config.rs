@@ -10,6 +10,8 @@ use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{ModuleOptimizer, SgdConfig};
 use reclaim_dataset::{DatasetName, ProgressDisplay};
+
+use super::dataset_defaults::TrainingDataset;
 use reclaim_loader::{Augmentation, LoaderConfig, Order, PixelFormat, Sampling};
 use reclaim_model::{ClassifierConfig, MlpConfig};
 use serde::{Deserialize, Serialize};
@@ -51,7 +53,7 @@ pub struct TrainConfig {
     pub backend: BackendChoice,
     /// Which dataset of the catalogue `data_folder` holds, and so its format: the MNIST
     /// family's four IDX files (raw or `.gz`) or CIFAR's record files.
-    pub dataset: DatasetName,
+    pub dataset: TrainingDataset,
     /// The dataset folder.
     pub data_folder: PathBuf,
     /// Whether the dataset is read into memory or mapped.
@@ -105,7 +107,7 @@ impl TrainConfig {
     pub fn recipe(backend: BackendChoice, data_folder: PathBuf, run_folder: PathBuf) -> Self {
         TrainConfig {
             backend,
-            dataset: DatasetName::Mnist,
+            dataset: TrainingDataset::Catalogue(DatasetName::Mnist),
             data_folder,
             run_folder,
             model: ClassifierConfig::Mlp(MlpConfig::new()),

@@ -1,10 +1,109 @@
-//! What each dataset of the catalogue gets unless the caller says otherwise: how its pixels are
-//! scaled, the model sized to its images and classes, and its usual augmentation.
+//! What a run's data is ([`TrainingDataset`]: a dataset of the catalogue, or a pack), and what
+//! each gets unless the caller says otherwise: how its pixels are scaled, the model sized to
+//! its images and classes, and its usual augmentation.
 
 use reclaim_dataset::DatasetName;
-use reclaim_loader::{Augmentation, ChannelNormalization, Normalization, PixelFormat};
+use reclaim_dataset::pack::ChannelStatistics;
+use reclaim_loader::{
+    Augmentation, ChannelNormalization, HorizontalFlip, ImageShape, Normalization, PixelFormat,
+    RandomCrop,
+};
 use reclaim_model::{ClassifierConfig, ConvNetConfig, MlpConfig, ModelKind};
 use serde::{Deserialize, Serialize};
+
+/// What a run trains on, and so how `data_folder` is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrainingDataset {
+    /// A dataset of the catalogue, in its own files (IDX or CIFAR) in the data folder.
+    Catalogue(DatasetName),
+    /// A pack (`reclaim pack`, or `reclaim train --data FOLDER --image-size HxW`): the data
+    /// "folder" is the pack file.
+    Pack,
+}
+
+impl TrainingDataset {
+    /// Whether the images are photos (CIFAR or a pack) rather than strokes on a blank
+    /// background (the MNIST family).
+    pub fn is_photos(self) -> bool {
+        match self {
+            TrainingDataset::Catalogue(dataset) => dataset.cifar_variant().is_some(),
+            TrainingDataset::Pack => true,
+        }
+    }
+}
+
+impl From<DatasetName> for TrainingDataset {
+    fn from(dataset: DatasetName) -> Self {
+        TrainingDataset::Catalogue(dataset)
+    }
+}
+
+impl std::fmt::Display for TrainingDataset {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrainingDataset::Catalogue(dataset) => write!(formatter, "{dataset}"),
+            TrainingDataset::Pack => formatter.write_str("pack"),
+        }
+    }
+}
+
+/// In `config.json` as the catalogue name (`"mnist"`, as before packs existed) or `"pack"`.
+impl Serialize for TrainingDataset {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TrainingDataset::Catalogue(dataset) => dataset.serialize(serializer),
+            TrainingDataset::Pack => serializer.serialize_str("pack"),
+        }
+    }
+}
+
+/// A pack's per-channel statistics, as `--standardize` uses them: 1 or 3 channels, each mean
+/// finite and each standard deviation at least 1/255 (a constant channel is divided by one
+/// grey level rather than by zero).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PackStatistics {
+    channels: u8,
+    mean: [f32; 3],
+    standard_deviation: [f32; 3],
+}
+
+impl PackStatistics {
+    /// The statistics a pack's manifest recorded, if they are for 1 or 3 channels and finite.
+    pub fn from_manifest(statistics: &ChannelStatistics) -> Option<Self> {
+        let channels = statistics.mean.len();
+        if !matches!(channels, 1 | 3) || statistics.standard_deviation.len() != channels {
+            return None;
+        }
+        let mut packed = PackStatistics {
+            channels: channels as u8,
+            mean: [0.0; 3],
+            standard_deviation: [1.0; 3],
+        };
+        for channel in 0..channels {
+            let (mean, deviation) = (
+                statistics.mean[channel],
+                statistics.standard_deviation[channel],
+            );
+            if !mean.is_finite() || !deviation.is_finite() {
+                return None;
+            }
+            packed.mean[channel] = mean as f32;
+            packed.standard_deviation[channel] = (deviation as f32).max(1.0 / 255.0);
+        }
+        Some(packed)
+    }
+
+    fn normalization(self) -> ChannelNormalization {
+        let statistics: Vec<Normalization> = (0..usize::from(self.channels))
+            .map(|channel| Normalization {
+                mean: self.mean[channel],
+                standard_deviation: self.standard_deviation[channel],
+            })
+            .collect();
+        ChannelNormalization::new(&statistics)
+            .expect("PackStatistics holds 1 or 3 finite channels with positive deviations")
+    }
+}
 
 /// What pixels become before they reach the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -18,6 +117,9 @@ pub enum PixelScaling {
     /// `(pixel / 255 - mean[c]) / std[c]` with CIFAR-10's per-channel statistics
     /// ([`ChannelNormalization::CIFAR10`]; three-channel images).
     Cifar10Standardized,
+    /// `(pixel / 255 - mean[c]) / std[c]` with the statistics a pack recorded of its training
+    /// split.
+    PackStandardized(PackStatistics),
 }
 
 impl PixelScaling {
@@ -39,6 +141,9 @@ impl PixelScaling {
             PixelScaling::Cifar10Standardized => {
                 PixelFormat::ChannelNormalizedF32(ChannelNormalization::CIFAR10)
             }
+            PixelScaling::PackStandardized(statistics) => {
+                PixelFormat::ChannelNormalizedF32(statistics.normalization())
+            }
         }
     }
 }
@@ -58,9 +163,32 @@ impl PixelScaling {
 /// assert!(matches!(cnn, ClassifierConfig::Cnn(_)));
 /// ```
 pub fn model_for_dataset(dataset: DatasetName, kind: ModelKind) -> ClassifierConfig {
-    let channels = dataset.channels();
     let (height, width) = dataset.image_size();
-    let classes = dataset.number_of_classes();
+    model_for_images(
+        ImageShape::new(dataset.channels(), height, width),
+        dataset.number_of_classes(),
+        kind,
+    )
+}
+
+/// The model of `kind` for images of `shape` in `classes` classes (a pack's, say): the MLP
+/// takes every value of an image, the CNN its shape; the rest of the sizes are the model's
+/// defaults.
+///
+/// ```
+/// use reclaim_loader::ImageShape;
+/// use reclaim_model::{ClassifierConfig, ModelKind};
+/// use reclaim_train::model_for_images;
+///
+/// let cnn = model_for_images(ImageShape::new(3, 64, 48), 7, ModelKind::Cnn);
+/// assert_eq!((cnn.input_size(), cnn.number_of_classes()), (3 * 64 * 48, 7));
+/// ```
+pub fn model_for_images(shape: ImageShape, classes: usize, kind: ModelKind) -> ClassifierConfig {
+    let ImageShape {
+        channels,
+        height,
+        width,
+    } = shape;
     match kind {
         ModelKind::Mlp => ClassifierConfig::Mlp(
             MlpConfig::new()
@@ -85,5 +213,26 @@ pub fn standard_augmentation(dataset: DatasetName) -> Augmentation {
         Augmentation::CIFAR
     } else {
         Augmentation::MNIST
+    }
+}
+
+/// The usual training augmentation of photos of `shape` (a pack's): a random crop of the
+/// image's size from the image padded by an eighth of its shorter side (4 for 32 x 32, as
+/// CIFAR's recipe), then a random horizontal flip.
+///
+/// ```
+/// use reclaim_loader::{HorizontalFlip, ImageShape, RandomCrop};
+/// use reclaim_train::photo_augmentation;
+///
+/// let augmentation = photo_augmentation(ImageShape::new(3, 64, 96));
+/// assert_eq!(augmentation.crop, Some(RandomCrop { padding: 8 }));
+/// assert_eq!(augmentation.horizontal_flip, HorizontalFlip::Random);
+/// ```
+pub fn photo_augmentation(shape: ImageShape) -> Augmentation {
+    Augmentation {
+        crop: Some(RandomCrop {
+            padding: (shape.height.min(shape.width) / 8).max(1),
+        }),
+        horizontal_flip: HorizontalFlip::Random,
     }
 }

@@ -35,7 +35,10 @@ use std::time::Instant;
 
 pub use cancellation::CancellationFlag;
 pub use config::{MAX_EPOCHS, StartPolicy, TrainConfig};
-pub use dataset_defaults::{PixelScaling, model_for_dataset, standard_augmentation};
+pub use dataset_defaults::{
+    PackStatistics, PixelScaling, TrainingDataset, model_for_dataset, model_for_images,
+    photo_augmentation, standard_augmentation,
+};
 pub use evaluation::{Evaluation, evaluate_weights};
 pub use steps::{LARGEST_FUSED_STEP_BATCH_ON_FLEX, StepKernel, StepKernelObstacle};
 

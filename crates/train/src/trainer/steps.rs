@@ -128,7 +128,7 @@ fn fused_step_obstacle(config: &TrainConfig) -> Option<StepKernelObstacle> {
         Some(StepKernelObstacle::NotTheMlp)
     } else if !matches!(config.backend, BackendChoice::Flex | BackendChoice::Ndarray) {
         Some(StepKernelObstacle::Backend(config.backend))
-    } else if config.dataset.cifar_variant().is_some() {
+    } else if config.dataset.is_photos() {
         Some(StepKernelObstacle::PhotosWithoutBackground)
     } else if config.pixel_scaling != PixelScaling::UnitRange {
         Some(StepKernelObstacle::PixelsNotInUnitRange)
@@ -292,14 +292,14 @@ mod tests {
                 ..on_flex(Fused)
             },
             TrainConfig {
-                dataset: DatasetName::Cifar10,
+                dataset: DatasetName::Cifar10.into(),
                 ..on_flex(Fused)
             },
         ] {
             assert_eq!(used(not_mostly_zero), Dense);
         }
         let fashion = TrainConfig {
-            dataset: DatasetName::FashionMnist,
+            dataset: DatasetName::FashionMnist.into(),
             ..on_flex(Fused)
         };
         assert_eq!(used(fashion), Fused);
@@ -366,7 +366,7 @@ mod tests {
         };
         assert_eq!(obstacle(cnn), Some(StepKernelObstacle::NotTheMlp));
         let cifar = TrainConfig {
-            dataset: DatasetName::Cifar10,
+            dataset: DatasetName::Cifar10.into(),
             ..config()
         };
         assert_eq!(
