@@ -17,10 +17,10 @@ use burn::optim::SgdConfig;
 use burn::tensor::Device;
 use reclaim::dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim::learner::burn_train::Learner;
-use reclaim::learner::{LearnerMlp, classification_training, epoch_means, trained_model};
+use reclaim::learner::{LearnerClassifier, classification_training, epoch_means, trained_model};
 use reclaim::loader::{BurnLoader, LoaderConfig, PixelFormat, Sampling, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
-use reclaim::model::{Mlp, MlpConfig};
+use reclaim::model::{Classifier, MlpConfig};
 use reclaim::train::{ReleaseReport, ReleaseStage};
 
 #[global_allocator]
@@ -121,9 +121,9 @@ impl Loaders {
 }
 
 /// Two epochs of SGD (lr 0.01) through the `Learner`; the trained network.
-fn train(loaders: &Loaders, run_folder: &Path, device: &Device) -> anyhow::Result<Mlp> {
+fn train(loaders: &Loaders, run_folder: &Path, device: &Device) -> anyhow::Result<Classifier> {
     let network = MlpConfig::new().init_seeded(device, 42);
-    let learner = Learner::new(LearnerMlp::new(network), SgdConfig::new().init(), 0.01);
+    let learner = Learner::new(LearnerClassifier::new(network), SgdConfig::new().init(), 0.01);
     let result = classification_training(
         run_folder,
         Arc::clone(&loaders.training),

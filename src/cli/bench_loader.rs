@@ -12,7 +12,8 @@ use reclaim_loader::{
     TensorBatch,
 };
 
-use reclaim_train::BackendChoice;
+use reclaim_dataset::PackSplits;
+use reclaim_train::{BackendChoice, PackStatistics, PixelScaling, photo_augmentation};
 
 /// Arguments of `reclaim bench loader`.
 #[derive(Debug, clap::Args)]
@@ -51,8 +52,13 @@ pub struct BenchLoaderArguments {
     pub seed: u64,
     /// The data folder: the dataset's own folder, or the folder holding it under its name
     /// (default: $RECLAIM_DATA, else the workspace's data/).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pack")]
     pub data: Option<PathBuf>,
+    /// A pack (`reclaim pack`) instead of a catalogue dataset: its training split, pixels
+    /// standardized with its own statistics; --augment is a random crop with padding an eighth
+    /// of the shorter side and a random flip.
+    #[arg(long, conflicts_with = "dataset")]
+    pub pack: Option<PathBuf>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -69,6 +75,8 @@ struct Measurements {
     device_ready: Duration,
     /// The process's `VmHWM` at the end (the mapped dataset's pages included), where known.
     process_peak_resident_bytes: Option<u64>,
+    /// The process's `VmRSS` once the loader and the dataset are dropped, where known.
+    resident_bytes_after_release: Option<u64>,
 }
 
 impl Measurements {
@@ -84,6 +92,8 @@ impl Measurements {
 /// What the report says about the run besides the figures.
 struct RunDescription<'a> {
     arguments: &'a BenchLoaderArguments,
+    /// The catalogue dataset's name, or `pack`.
+    dataset_name: String,
     dataset_samples: usize,
     shape: ImageShape,
     config: &'a LoaderConfig,
@@ -94,22 +104,36 @@ struct RunDescription<'a> {
 pub fn run(arguments: BenchLoaderArguments) -> anyhow::Result<()> {
     anyhow::ensure!(arguments.epochs > 0, "--epochs must be at least 1");
     super::interrupt::install()?;
-    let folder = resolve_dataset_folder(arguments.data.as_deref(), arguments.dataset)?;
-    let split = open_train_split(arguments.dataset, &folder)?;
-    let source = &*split;
+    let (split, config) = match &arguments.pack {
+        Some(pack) => open_pack(pack, &arguments)?,
+        None => {
+            let folder = resolve_dataset_folder(arguments.data.as_deref(), arguments.dataset)?;
+            (
+                open_train_split(arguments.dataset, &folder)?,
+                loader_config(&arguments),
+            )
+        }
+    };
+    let (dataset_samples, shape) = (split.len(), split.image_shape());
     let (device, device_ready) = ready_device(&arguments)?;
-    let config = loader_config(&arguments);
-    let measurements = measure(
-        source,
+    let mut measurements = measure(
+        &*split,
         config.clone(),
         &device,
         arguments.epochs,
         device_ready,
     )?;
+    drop(split);
+    measurements.resident_bytes_after_release =
+        reclaim_memory::resident_bytes().map(|(current, _)| current);
     let description = RunDescription {
         arguments: &arguments,
-        dataset_samples: source.len(),
-        shape: source.image_shape(),
+        dataset_name: match arguments.pack {
+            Some(_) => "pack".to_owned(),
+            None => arguments.dataset.name().to_owned(),
+        },
+        dataset_samples,
+        shape,
         config: &config,
     };
     if arguments.json {
@@ -137,6 +161,35 @@ fn open_train_split(dataset: DatasetName, folder: &Path) -> anyhow::Result<Box<d
         ),
     };
     Ok(split)
+}
+
+/// Memory-maps the pack at `path` and gives its training split with the loader's settings
+/// for it: pixels standardized with the pack's statistics, the photo augmentation on request.
+fn open_pack(
+    path: &Path,
+    arguments: &BenchLoaderArguments,
+) -> anyhow::Result<(Box<dyn ImageSource>, LoaderConfig)> {
+    // SAFETY: the pack is only read; packs are only ever replaced by rename, never written in
+    // place (a file truncated by another process is caught by the loader's per-batch check).
+    let pack = unsafe { PackSplits::open_mapped(path) }
+        .with_context(|| format!("opening the pack {}", path.display()))?;
+    let statistics = PackStatistics::from_manifest(&pack.manifest().statistics)
+        .with_context(|| format!("{}: the pack's statistics are not usable", path.display()))?;
+    let train = pack.train;
+    let shape = ImageSource::image_shape(&train);
+    let config = LoaderConfig {
+        batch_size: arguments.batch_size,
+        num_workers: arguments.workers,
+        prefetch: arguments.prefetch,
+        pixel_format: PixelScaling::PackStandardized(statistics).pixel_format(),
+        augmentation: if arguments.augment {
+            photo_augmentation(shape)
+        } else {
+            Augmentation::NONE
+        },
+        ..LoaderConfig::cifar_training(arguments.seed)
+    };
+    Ok((Box::new(train), config))
 }
 
 /// The device, initialized (with its lazily created runtime) before the loader is timed, and
@@ -218,6 +271,7 @@ fn measure(
         loader_bytes_after: loader.memory_report().current_bytes,
         device_ready,
         process_peak_resident_bytes: reclaim_memory::resident_bytes().map(|(_, peak)| peak),
+        resident_bytes_after_release: None,
     })
 }
 
@@ -258,7 +312,7 @@ fn print_text(description: &RunDescription<'_>, measured: &Measurements) {
     println!(
         "reclaim bench loader: {} train ({} images of {}, memory-mapped), augmentation {}, \
          pixels {}, backend {}, batch {}, {} workers, prefetch {}, seed {}",
-        arguments.dataset,
+        description.dataset_name,
         description.dataset_samples,
         description.shape,
         augmentation_text(description.config.augmentation),
@@ -315,7 +369,7 @@ fn json(description: &RunDescription<'_>, measured: &Measurements) -> String {
         .map(|duration| duration.as_secs_f64() * 1e3)
         .collect();
     serde_json::json!({
-        "dataset": arguments.dataset.name(),
+        "dataset": description.dataset_name,
         "image_shape": [shape.channels, shape.height, shape.width],
         "augmentation": {
             "crop_padding": augmentation.crop.map(|RandomCrop { padding }| padding),
@@ -339,6 +393,7 @@ fn json(description: &RunDescription<'_>, measured: &Measurements) -> String {
         "peak_loader_bytes": measured.peak_loader_bytes,
         "loader_bytes_after": measured.loader_bytes_after,
         "process_peak_rss_bytes": measured.process_peak_resident_bytes,
+        "rss_after_release_bytes": measured.resident_bytes_after_release,
     })
     .to_string()
 }

@@ -1,6 +1,7 @@
 //! `reclaim-dataset`: image datasets from files, with nothing of Burn or batching: the IDX
-//! format and the MNIST family, the CIFAR-10 and CIFAR-100 binary format. Every file is
-//! validated when opened, then memory-mapped or read into memory.
+//! format and the MNIST family, the CIFAR-10 and CIFAR-100 binary format, and packs of photos
+//! (a folder of JPEG, PNG and WebP files decoded once into one file). Every file is validated
+//! when opened, then memory-mapped or read into memory.
 //!
 //! # Brief overview
 //!
@@ -14,6 +15,10 @@
 //!   training split is five), validated on open (a whole, non-zero number of records per file;
 //!   every label in range); images lent as 3072-byte C x H x W slices without a copy.
 //!   [`CifarSplits`]: both splits of a folder.
+//! - [`PackDataset`]: one split of a pack, its C x H x W records lent in place;
+//!   [`PackSplits`]: both, from one file, checked whole on open (see [`pack`]).
+//! - [`Splits`]: the training and test splits of any of the three formats;
+//!   [`DatasetSplits`], [`CifarSplits`] and [`PackSplits`] are its instances.
 //! - [`StorageKind`]: whether a dataset's bytes are mapped or owned (one way of holding a file's
 //!   bytes serves IDX and CIFAR alike); [`AccessPattern`]: a hint for how a map will be read.
 //! - [`DatasetName`]: every dataset of the catalogue (MNIST family and CIFAR), parsed from a
@@ -44,6 +49,8 @@
 //!   `u8`/`i8`, decoding for the others; the header parser [`idx::parse_idx_header`] (the fuzz
 //!   target's entry point); the writer [`idx::write_idx`] / [`idx::encode_idx`] (atomic); the
 //!   `.gz` decompression cache ([`idx::decompress_gz_cached`]).
+//! - [`pack`]: the pack format (its header, manifest, checks and skip reasons) and, with the
+//!   cargo feature `images`, packing a folder of photos (`pack_image_folder`).
 //! - [`cifar`]: [`cifar::CifarVariant`] and [`cifar::CifarLabelKind`] (CIFAR-100's fine or
 //!   coarse labels), the writer [`cifar::write_cifar_batch`] / [`cifar::encode_cifar`]
 //!   ([`cifar::CifarRecord`]), file checks without mapping ([`cifar::verify_cifar_file`],

@@ -5,8 +5,8 @@
 //! already is a `DataLoader` of [`TensorBatch`](reclaim_loader::TensorBatch)es; this crate
 //! adds the rest, so that reclaim-loader and reclaim-model stay free of burn-train:
 //!
-//! - [`LearnerMlp`]: the [`Mlp`](reclaim_model::Mlp) MLP with burn-train's
-//!   `TrainStep` and `InferenceStep`, producing `ClassificationOutput` (so burn-train's
+//! - [`LearnerClassifier`]: a [`Classifier`](reclaim_model::Classifier) (the MLP or the CNN)
+//!   with burn-train's `TrainStep` and `InferenceStep`, producing `ClassificationOutput` (so burn-train's
 //!   accuracy, loss and other classification metrics apply).
 //! - [`classification_training`]: `SupervisedTraining` with accuracy and loss on both splits.
 //! - [`trained_model`]: the model of a finished run, or a [`LearnerError`] saying why it
@@ -29,7 +29,7 @@
 //! use burn::optim::SgdConfig;
 //! use burn::tensor::Device;
 //! use reclaim_learner::burn_train::Learner;
-//! use reclaim_learner::{LearnerMlp, classification_training, trained_model};
+//! use reclaim_learner::{LearnerClassifier, classification_training, trained_model};
 //! use reclaim_loader::{BurnLoader, ImageShape, ImageSource, LoaderConfig, LoaderError};
 //! use reclaim_model::MlpConfig;
 //!
@@ -54,7 +54,7 @@
 //! let validation = Arc::new(BurnLoader::<_, 2>::new(Shades, config, device.clone())?);
 //!
 //! let folder = tempfile::tempdir()?;
-//! let model = LearnerMlp::new(MlpConfig::new().init_seeded(&device, 42));
+//! let model = LearnerClassifier::new(MlpConfig::new().init_seeded(&device, 42));
 //! let learner = Learner::new(model, SgdConfig::new().init(), 0.05);
 //! let result = classification_training(folder.path(), training, validation)
 //!     .num_epochs(1)
@@ -75,5 +75,5 @@ pub use burn_train;
 pub use error::{LearnerError, loader_error_of};
 pub use outcome::{EpochMeans, epoch_means, trained_model};
 pub use renderer::SplitLinesRenderer;
-pub use step::LearnerMlp;
+pub use step::LearnerClassifier;
 pub use training::classification_training;

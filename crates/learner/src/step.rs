@@ -1,25 +1,26 @@
-//! [`LearnerMlp`]: Reclaim's MLP with burn-train's step traits.
+//! [`LearnerClassifier`]: Reclaim's models (the MLP and the CNN) with burn-train's step traits.
 
 use burn::module::Module;
 use burn::tensor::Device;
 use burn_train::{ClassificationOutput, InferenceStep, TrainOutput, TrainStep};
 use reclaim_loader::TensorBatch;
-use reclaim_model::Mlp;
+use reclaim_model::{Classifier, ConvNet, Mlp};
 
-/// [`Mlp`] as a burn-train `LearnerModel`: it implements [`TrainStep`] and
+/// A [`Classifier`] (the [`Mlp`] or the [`ConvNet`], both taking flat images) as a burn-train
+/// `LearnerModel`: it implements [`TrainStep`] and
 /// [`InferenceStep`] on the [`TensorBatch`]es a [`BurnLoader`](reclaim_loader::BurnLoader)
 /// yields, producing a [`ClassificationOutput`] so that burn-train's accuracy and loss metrics
 /// apply.
 ///
-/// A wrapper rather than impls on `Mlp` itself: the traits are burn-train's and the model
+/// A wrapper rather than impls on `Classifier` itself: the traits are burn-train's and the model
 /// is reclaim-model's, and reclaim-model stays free of burn-train (it knows nothing of data or
 /// training loops).
 #[derive(Module, Debug)]
-pub struct LearnerMlp {
-    network: Mlp,
+pub struct LearnerClassifier {
+    network: Classifier,
 }
 
-impl LearnerMlp {
+impl LearnerClassifier {
     /// Wraps `network` for a `Learner`, in training mode on the autodiff counterpart of its
     /// device (the same device if it is one already).
     ///
@@ -27,7 +28,8 @@ impl LearnerMlp {
     /// parameter's gradient tracking only if it already has it; a network made on a plain
     /// device (`Device::flex()`) would then train nothing. Made here, the parameters are
     /// tracked whatever device the network was created on.
-    pub fn new(network: Mlp) -> Self {
+    pub fn new(network: impl Into<Classifier>) -> Self {
+        let network = network.into();
         let device = network.devices().into_iter().next().map(Device::autodiff);
         let network = match device {
             Some(device) => network.fork(&device).train(),
@@ -37,12 +39,12 @@ impl LearnerMlp {
     }
 
     /// The wrapped network.
-    pub fn network(&self) -> &Mlp {
+    pub fn network(&self) -> &Classifier {
         &self.network
     }
 
     /// The wrapped network, unwrapped (after `Learner::fit`, say).
-    pub fn into_network(self) -> Mlp {
+    pub fn into_network(self) -> Classifier {
         self.network
     }
 
@@ -54,13 +56,25 @@ impl LearnerMlp {
     }
 }
 
-impl From<Mlp> for LearnerMlp {
+impl From<Mlp> for LearnerClassifier {
     fn from(network: Mlp) -> Self {
         Self::new(network)
     }
 }
 
-impl TrainStep for LearnerMlp {
+impl From<ConvNet> for LearnerClassifier {
+    fn from(network: ConvNet) -> Self {
+        Self::new(network)
+    }
+}
+
+impl From<Classifier> for LearnerClassifier {
+    fn from(network: Classifier) -> Self {
+        Self::new(network)
+    }
+}
+
+impl TrainStep for LearnerClassifier {
     type Input = TensorBatch<2>;
     type Output = ClassificationOutput;
 
@@ -71,7 +85,7 @@ impl TrainStep for LearnerMlp {
     }
 }
 
-impl InferenceStep for LearnerMlp {
+impl InferenceStep for LearnerClassifier {
     type Input = TensorBatch<2>;
     type Output = ClassificationOutput;
 
@@ -97,7 +111,7 @@ mod tests {
     #[test]
     fn the_train_step_returns_gradients_and_the_batch_output() {
         let device = Device::flex().autodiff();
-        let model = LearnerMlp::new(MlpConfig::new().init_seeded(&device, 1));
+        let model = LearnerClassifier::new(MlpConfig::new().init_seeded(&device, 1));
         let output = TrainStep::step(&model, batch(&device));
         assert_eq!(output.item.output.dims(), [3, 10]);
         assert_eq!(output.item.targets.dims(), [3]);
@@ -107,7 +121,7 @@ mod tests {
     #[test]
     fn a_network_made_on_a_plain_device_is_trainable() {
         let device = Device::flex();
-        let model = LearnerMlp::new(MlpConfig::new().init_seeded(&device, 1));
+        let model = LearnerClassifier::new(MlpConfig::new().init_seeded(&device, 1));
         assert_eq!(model.devices(), [device.autodiff()]);
         let output = TrainStep::step(&model, batch(&Device::flex().autodiff()));
         let gradients = output.grads;
@@ -117,7 +131,7 @@ mod tests {
     #[test]
     fn the_inference_step_gives_the_networks_logits() {
         let device = Device::flex();
-        let model = LearnerMlp::from(MlpConfig::new().init_seeded(&device, 1));
+        let model = LearnerClassifier::from(MlpConfig::new().init_seeded(&device, 1));
         let output = InferenceStep::step(&model, batch(&device));
         let logits = model
             .network()

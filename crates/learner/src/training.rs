@@ -9,9 +9,9 @@ use burn_train::metric::{AccuracyMetric, LossMetric};
 use reclaim_loader::TensorBatch;
 
 use crate::renderer::SplitLinesRenderer;
-use crate::step::LearnerMlp;
+use crate::step::LearnerClassifier;
 
-/// burn-train's `SupervisedTraining` for [`LearnerMlp`], writing its metrics under
+/// burn-train's `SupervisedTraining` for [`LearnerClassifier`], writing its metrics under
 /// `directory`, with accuracy and loss logged for both splits and the summary printed at the
 /// end ([`SplitLinesRenderer`]: a line per split; `renderer` replaces it).
 ///
@@ -26,7 +26,7 @@ pub fn classification_training(
     directory: impl AsRef<Path>,
     training_loader: Arc<dyn DataLoader<TensorBatch<2>>>,
     validation_loader: Arc<dyn DataLoader<TensorBatch<2>>>,
-) -> SupervisedTraining<LearnerMlp> {
+) -> SupervisedTraining<LearnerClassifier> {
     SupervisedTraining::new(directory, training_loader, validation_loader)
         .metrics((AccuracyMetric::new(), LossMetric::new()))
         .with_application_logger(None)

@@ -11,7 +11,7 @@ use burn::tensor::Device;
 use burn_train::{ExecutionStrategy, Learner, LearningResult, MultiDeviceOptim};
 use reclaim_dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim_learner::{
-    LearnerError, LearnerMlp, classification_training, epoch_means, trained_model,
+    LearnerError, LearnerClassifier, classification_training, epoch_means, trained_model,
 };
 use reclaim_loader::{
     BurnLoader, ImageShape, ImageSource, LoaderConfig, LoaderError, Order, Sampling, TensorBatch,
@@ -41,10 +41,10 @@ fn mnist_loader(split: Split, count: usize, order: Order, device: &Device) -> Lo
     Arc::new(BurnLoader::<_, 2>::new(dataset, config, device.clone()).expect("a valid loader"))
 }
 
-fn learner(device: &Device, learning_rate: f64) -> Learner<LearnerMlp> {
+fn learner(device: &Device, learning_rate: f64) -> Learner<LearnerClassifier> {
     let network = MlpConfig::new().init_seeded(device, 42);
     Learner::new(
-        LearnerMlp::new(network),
+        LearnerClassifier::new(network),
         SgdConfig::new().init(),
         learning_rate,
     )
@@ -141,7 +141,7 @@ fn failing_loader(len: usize, fails_at: usize, num_workers: usize, device: &Devi
     Arc::new(BurnLoader::<_, 2>::new(source, config, device.clone()).unwrap())
 }
 
-fn assert_stopped_by_sample(result: LearningResult<LearnerMlp>, sample: usize) {
+fn assert_stopped_by_sample(result: LearningResult<LearnerClassifier>, sample: usize) {
     let error = trained_model(result).expect_err("the run stops on the loader's error");
     assert!(
         matches!(error, LearnerError::LoaderFailed { .. }),

@@ -221,10 +221,10 @@ fn new_run_folder(folder: &Path) -> anyhow::Result<()> {
 }
 
 /// The MLP both jobs start from, made trainable on the autodiff counterpart of `device`
-/// (as `LearnerMlp::new` does).
+/// (as `LearnerClassifier::new` does).
 fn initial_network(device: &Device) -> Mlp {
     let network = MlpConfig::new().init_seeded(device, 42);
-    reclaim::learner::LearnerMlp::new(network).into_network()
+    reclaim::learner::LearnerClassifier::new(network).into_network()
 }
 
 /// `launch`es `learner` on the two loaders with the recipe's epochs, burn-train's accuracy and

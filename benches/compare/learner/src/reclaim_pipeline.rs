@@ -7,7 +7,7 @@ use std::time::Instant;
 use burn::data::dataloader::DataLoader;
 use burn::tensor::Device;
 use reclaim::dataset::{ImageDataset, Split};
-use reclaim::learner::LearnerMlp;
+use reclaim::learner::LearnerClassifier;
 use reclaim::loader::{
     BurnLoader, ImageShape, ImageSource, LoaderConfig, LoaderError, TensorBatch,
 };
@@ -25,7 +25,7 @@ pub fn run(recipe: Recipe, data: &Path, out: &Path, device: &Device) -> anyhow::
     let loaders = loaders(&train_set, &test_set, recipe, device)?;
     let setup = started.elapsed();
 
-    let model = LearnerMlp::new(initial_network(device));
+    let model = LearnerClassifier::new(initial_network(device));
     Ok(JobFigures {
         setup,
         training_samples,
@@ -45,7 +45,7 @@ pub fn warm_up(recipe: Recipe, out: &Path, device: &Device) -> anyhow::Result<()
     };
     let training = BurnLoader::<_, 2>::new(GeneratedDigits, config(recipe.seed), device.clone())?;
     let validation = BurnLoader::<_, 2>::new(GeneratedDigits, config(recipe.seed), device.clone())?;
-    let model = LearnerMlp::new(initial_network(device));
+    let model = LearnerClassifier::new(initial_network(device));
     let one_epoch = Recipe {
         epochs: 1,
         ..recipe
