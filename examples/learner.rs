@@ -123,7 +123,11 @@ impl Loaders {
 /// Two epochs of SGD (lr 0.01) through the `Learner`; the trained network.
 fn train(loaders: &Loaders, run_folder: &Path, device: &Device) -> anyhow::Result<Classifier> {
     let network = MlpConfig::new().init_seeded(device, 42);
-    let learner = Learner::new(LearnerClassifier::new(network), SgdConfig::new().init(), 0.01);
+    let learner = Learner::new(
+        LearnerClassifier::new(network),
+        SgdConfig::new().init(),
+        0.01,
+    );
     let result = classification_training(
         run_folder,
         Arc::clone(&loaders.training),

@@ -29,8 +29,7 @@ use reclaim::loader::{BurnLoader, ImageSource, LoaderConfig, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
 use reclaim::model::{Classifier, ModelKind};
 use reclaim::train::{
-    PackStatistics, PixelScaling, ReleaseReport, ReleaseStage, model_for_images,
-    photo_augmentation,
+    PackStatistics, PixelScaling, ReleaseReport, ReleaseStage, model_for_images, photo_augmentation,
 };
 
 #[global_allocator]
@@ -51,7 +50,8 @@ fn main() -> anyhow::Result<()> {
         None => 3,
     };
     let device = Device::flex();
-    let packed = pack_image_folder_cached(&folder, &PackOptions::new(size), &AtomicBool::new(false))?;
+    let packed =
+        pack_image_folder_cached(&folder, &PackOptions::new(size), &AtomicBool::new(false))?;
     println!(
         "pack {}: {} training and {} test images, {} classes, {} skipped",
         packed.path.display(),

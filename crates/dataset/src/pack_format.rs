@@ -164,7 +164,7 @@ pub enum PackProblem {
 }
 
 /// What is wrong with a folder given to be packed (inside
-/// [`DatasetError::ImageFolder`]).
+/// [`crate::DatasetError::ImageFolder`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImageFolderProblem {

@@ -13,7 +13,7 @@ use reclaim_dataset::pack::{
 };
 use reclaim_dataset::{DatasetError, PackSplits, ProgressDisplay, StorageKind};
 
-const NOT_CANCELLED: AtomicBool = AtomicBool::new(false);
+static NOT_CANCELLED: AtomicBool = AtomicBool::new(false);
 
 fn encode(width: u32, height: u32, colour: [u8; 3], format: ImageFormat) -> Vec<u8> {
     let image = RgbImage::from_fn(width, height, |x, y| {
@@ -254,7 +254,10 @@ fn png_declaring(width: u32, height: u32) -> Vec<u8> {
 }
 
 /// Every kind of bad file at once, with the reason each is listed under.
-fn bad_folder(root: &Path) -> Vec<(String, fn(&SkipReason) -> bool)> {
+/// A path relative to the folder, and the test its skip reason must pass.
+type ExpectedSkip = (String, fn(&SkipReason) -> bool);
+
+fn bad_folder(root: &Path) -> Vec<ExpectedSkip> {
     photo_folder(root, 3);
     let jpeg = encode(64, 48, [1, 2, 3], ImageFormat::Jpeg);
     write(

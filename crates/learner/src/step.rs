@@ -119,6 +119,29 @@ mod tests {
     }
 
     #[test]
+    fn the_cnn_steps_too_with_gradients_for_its_convolutions() {
+        use reclaim_model::ConvNetConfig;
+        let device = Device::flex();
+        let config = ConvNetConfig {
+            channels: 3,
+            height: 8,
+            width: 8,
+            number_of_classes: 4,
+            ..ConvNetConfig::new()
+        };
+        let model = LearnerClassifier::new(config.init_seeded(&device, 3).unwrap());
+        let training_device = device.clone().autodiff();
+        let batch = TensorBatch {
+            images: Tensor::<2>::ones([2, 3 * 8 * 8], &training_device),
+            labels: Tensor::<1, Int>::from_ints([0, 3], &training_device),
+        };
+        let output = TrainStep::step(&model, batch);
+        assert_eq!(output.item.output.dims(), [2, 4]);
+        assert!(!output.grads.is_empty());
+        assert_eq!(model.network().kind(), reclaim_model::ModelKind::Cnn);
+    }
+
+    #[test]
     fn a_network_made_on_a_plain_device_is_trainable() {
         let device = Device::flex();
         let model = LearnerClassifier::new(MlpConfig::new().init_seeded(&device, 1));

@@ -11,7 +11,7 @@ use burn::tensor::Device;
 use burn_train::{ExecutionStrategy, Learner, LearningResult, MultiDeviceOptim};
 use reclaim_dataset::{Family, ImageDataset, Split, default_data_folder};
 use reclaim_learner::{
-    LearnerError, LearnerClassifier, classification_training, epoch_means, trained_model,
+    LearnerClassifier, LearnerError, classification_training, epoch_means, trained_model,
 };
 use reclaim_loader::{
     BurnLoader, ImageShape, ImageSource, LoaderConfig, LoaderError, Order, Sampling, TensorBatch,
