@@ -207,7 +207,9 @@ fn holds_photos(folder: &Path) -> bool {
 
 /// A pack: its shape, classes with their counts per split, statistics, and skipped files.
 fn describe_pack(path: &Path) -> anyhow::Result<String> {
-    let pack = PackSplits::open_owned(path)?;
+    // SAFETY: the pack is only read while this report is made; packs are only ever replaced by
+    // rename, never written in place (mapped rather than read: a pack may be gigabytes).
+    let pack = unsafe { PackSplits::open_mapped(path) }?;
     let manifest = pack.manifest();
     let mut report = String::new();
     writeln!(report, "{}", path.display())?;

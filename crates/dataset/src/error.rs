@@ -407,6 +407,14 @@ pub enum DatasetError {
         /// Source files in all.
         total: usize,
     },
+    /// The file a pack was to be written to cannot be one.
+    #[error("{path}: cannot be written as a pack: {problem}")]
+    InvalidPackDestination {
+        /// The destination given.
+        path: PathBuf,
+        /// Why.
+        problem: &'static str,
+    },
     /// A packing setting given as text does not parse.
     #[error("{given:?}: expected {expected}")]
     InvalidPackSetting {

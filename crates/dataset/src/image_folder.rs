@@ -71,6 +71,8 @@ pub(crate) struct PlannedFile {
 /// training split's, then the test split's; by label, then path), and what was left out.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct FolderPlan {
+    /// The folder read.
+    pub(crate) folder: PathBuf,
     pub(crate) classes: Vec<String>,
     pub(crate) split_rule: SplitRule,
     pub(crate) files: Vec<PlannedFile>,
@@ -122,6 +124,9 @@ pub(crate) fn plan_image_folder(
             fraction_rule(test_fraction, seed),
         ),
     };
+    if test_folder == Some("test") && folder.join("val").is_dir() {
+        skipped.push(skip("val", SkipReason::UnusedSplitFolder));
+    }
     let mut class_folders = Vec::new();
     for (root, split) in roots {
         class_folders.extend(list_class_folders(folder, root, split, &mut skipped)?);
@@ -139,9 +144,16 @@ pub(crate) fn plan_image_folder(
             problem: ImageFolderProblem::NoImages,
         });
     }
+    if classes.len() > crate::pack_format::MAXIMUM_PACK_CLASSES as usize {
+        return Err(DatasetError::ImageFolder {
+            folder: folder.to_path_buf(),
+            problem: ImageFolderProblem::TooManyClasses,
+        });
+    }
     let files = label_and_divide(class_folders, &classes, &split_rule, &mut skipped);
     skipped.sort_by(|first, second| first.path.cmp(&second.path));
     Ok(FolderPlan {
+        folder: folder.to_path_buf(),
         classes,
         split_rule,
         files,
@@ -174,7 +186,7 @@ fn list_class_folders(
     let mut classes = Vec::new();
     for (name, path) in names {
         let relative = join_relative(root, &name.to_string_lossy());
-        if name.as_encoded_bytes().starts_with(b".") || (root.is_empty() && is_split_name(&name)) {
+        if is_ignored(&name) {
             continue;
         }
         if !path.is_dir() {
@@ -196,10 +208,6 @@ fn list_class_folders(
     Ok(classes)
 }
 
-fn is_split_name(name: &std::ffi::OsStr) -> bool {
-    name == "train" || name == "test" || name == "val"
-}
-
 /// Every image file under `class_folder`, at any depth, symbolic links followed (a loop is
 /// listed, not followed forever), in name order.
 fn list_images(
@@ -213,7 +221,7 @@ fn list_images(
         .min_depth(1)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|entry| !entry.file_name().as_encoded_bytes().starts_with(b"."));
+        .filter_entry(|entry| !is_ignored(entry.file_name()));
     let mut files = Vec::new();
     for entry in walk {
         let entry = match entry {
@@ -238,6 +246,13 @@ fn list_images(
         }
     }
     files
+}
+
+/// Whether a name is passed over without a word: hidden (`.` first: a pack's work files are),
+/// or a pack (`.rpack`: a pack written inside the folder it packs would otherwise list itself).
+fn is_ignored(name: &std::ffi::OsStr) -> bool {
+    let bytes = name.as_encoded_bytes();
+    bytes.starts_with(b".") || bytes.ends_with(b".rpack")
 }
 
 /// The file at `path`, if its name, type and extension make it a candidate.

@@ -177,7 +177,16 @@ pub enum ImageFolderProblem {
          or under train/ and test/ (or val/)"
     )]
     NoImages,
+    /// Not one training image could be packed (every file was skipped: see the listing).
+    #[error("not one training image could be packed (each was skipped, see the list)")]
+    NoDecodableImage,
+    /// More classes than a pack holds ([`MAXIMUM_PACK_CLASSES`]).
+    #[error("more than {MAXIMUM_PACK_CLASSES} class folders")]
+    TooManyClasses,
 }
+
+/// The most classes a pack holds (ImageNet-21k has about 21,800).
+pub const MAXIMUM_PACK_CLASSES: u32 = 100_000;
 
 /// Reads and checks the header of a pack of `length` bytes from its first bytes (`bytes` may be
 /// the whole file or just its first [`PACK_HEADER_BYTES`]). Checks the magic, the version, the
@@ -213,8 +222,11 @@ pub fn parse_pack_header(bytes: &[u8], length: u64) -> Result<PackHeader, PackPr
         manifest_bytes: read_u64(header, 64),
         content_xxh3_128: u128::from_le_bytes(header[72..88].try_into().unwrap_or([0; 16])),
     };
-    if parsed.classes == 0 {
-        return Err(impossible("0 classes"));
+    if parsed.classes == 0 || parsed.classes > MAXIMUM_PACK_CLASSES {
+        return Err(impossible(format!(
+            "{} classes (1 to {MAXIMUM_PACK_CLASSES})",
+            parsed.classes
+        )));
     }
     if read_u32(header, 44) != 0 || header[88..].iter().any(|&byte| byte != 0) {
         return Err(impossible("a reserved byte is not zero"));
@@ -508,6 +520,9 @@ pub enum SkipReason {
     /// A class folder with no image: its class is left out.
     #[error("an empty class folder: the class is left out")]
     EmptyClass,
+    /// A split folder not used: `val/` where `test/` is the test split.
+    #[error("not used: the test split is test/")]
+    UnusedSplitFolder,
     /// A class folder with a single image: kept, in the training split only.
     #[error("a class folder with a single image (kept, in the training split only)")]
     SingleImageClass,
@@ -546,6 +561,15 @@ impl PackManifest {
             || self.statistics.standard_deviation.len() != channels
         {
             return disagrees("statistics for another number of channels".into());
+        }
+        let in_unit_range = |value: &f64| (0.0..=1.0).contains(value);
+        if !self.statistics.mean.iter().all(in_unit_range)
+            || !self.statistics.standard_deviation.iter().all(in_unit_range)
+        {
+            return disagrees(format!(
+                "statistics outside [0, 1]: mean {:?}, standard deviation {:?}",
+                self.statistics.mean, self.statistics.standard_deviation
+            ));
         }
         for (index, source) in (0u64..).zip(&self.sources) {
             let expected_split = if index < header.train_records {
@@ -655,6 +679,40 @@ mod tests {
             verify_pack_content(&header, &file),
             Err(PackProblem::ChecksumMismatch { .. })
         ));
+    }
+
+    #[test]
+    fn statistics_outside_the_unit_range_make_a_manifest_disagree() {
+        let header = header((1, 0), 0);
+        let mut manifest = PackManifest {
+            image: header.image,
+            classes: vec!["a".into(), "b".into()],
+            split_rule: SplitRule::Folders {
+                test_folder: "test".into(),
+            },
+            statistics: ChannelStatistics {
+                mean: vec![0.5; 3],
+                standard_deviation: vec![0.2; 3],
+            },
+            sources: vec![PackedSource {
+                path: "train/a/0.png".into(),
+                split: PackSplit::Train,
+                label: 1,
+                bytes: 10,
+                modified_nanoseconds: 0,
+                xxh3_128: "0".repeat(32),
+            }],
+            skipped: Vec::new(),
+        };
+        assert_eq!(manifest.check_against(&header, |_| 1), Ok(()));
+        assert!(manifest.check_against(&header, |_| 0).is_err(), "another label");
+        for forged in [1e300, -0.1, f64::NAN] {
+            manifest.statistics.standard_deviation[1] = forged;
+            assert!(matches!(
+                manifest.check_against(&header, |_| 1),
+                Err(PackProblem::ManifestDisagrees { .. })
+            ));
+        }
     }
 
     #[test]

@@ -201,9 +201,56 @@ pub struct PackOutcome {
     pub skipped: Vec<SkippedFile>,
 }
 
-/// Source files decoded together between two journal writes (and two checks of the
+/// The most source files decoded together between two journal writes (and two checks of the
 /// cancellation flag).
-const FILES_PER_CHUNK: usize = 64;
+const MAXIMUM_FILES_PER_CHUNK: usize = 64;
+
+/// The bytes of records a chunk may hold before they are written: a chunk's records wait in
+/// memory until the whole chunk is decoded.
+const CHUNK_RECORD_BYTES: u64 = 64 << 20;
+
+/// Files per chunk for records of `shape`: 64, fewer for large records (at least 2, one per
+/// core), so that a chunk holds about [`CHUNK_RECORD_BYTES`] of records at most.
+fn files_per_chunk(shape: PackImageShape) -> usize {
+    let fitting = CHUNK_RECORD_BYTES / shape.record_bytes().max(1);
+    (fitting as usize).clamp(2, MAXIMUM_FILES_PER_CHUNK)
+}
+
+/// How long a packing run waiting for another's lock sleeps between two tries (and two checks
+/// of the cancellation flag).
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Refuses, before anything is read, a destination that is a folder, has no file name, or is
+/// an existing file other than a pack (a pack, even a damaged one, is replaced; anything else
+/// might be the user's).
+fn check_destination(destination: &Path) -> Result<()> {
+    let refuse = |problem: &'static str| {
+        Err(DatasetError::InvalidPackDestination {
+            path: destination.to_path_buf(),
+            problem,
+        })
+    };
+    if destination.file_name().is_none() || destination.as_os_str().is_empty() {
+        return refuse("names no file");
+    }
+    match std::fs::symlink_metadata(destination) {
+        Err(_) => Ok(()),
+        Ok(metadata) if metadata.is_dir() => refuse("is a folder"),
+        Ok(metadata) if !metadata.is_file() => refuse("exists and is not a regular file"),
+        Ok(_) if !starts_with_pack_magic(destination) => refuse(
+            "exists and is not a pack (it is never overwritten: remove it or choose another)",
+        ),
+        Ok(_) => Ok(()),
+    }
+}
+
+fn starts_with_pack_magic(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    File::open(path)
+        .and_then(|mut file| file.read_exact(&mut magic))
+        .is_ok()
+        && magic == crate::pack_format::PACK_MAGIC
+}
 
 /// Packs `folder` (see [`crate::pack`] for the layouts) into `destination`.
 ///
@@ -226,12 +273,13 @@ pub fn pack_image_folder(
     options: &PackOptions,
     cancellation: &AtomicBool,
 ) -> Result<PackOutcome> {
+    check_destination(destination)?;
     let plan = plan_image_folder(folder, options.test_fraction, options.seed)?;
     if options.bad_files == BadFilePolicy::Refuse {
         refuse_any(folder, &plan.skipped)?;
     }
     let work = WorkFiles::beside(destination);
-    let _lock = work.lock()?;
+    let _lock = work.lock(destination, cancellation)?;
     let shape = options.image_shape();
     let previous = open_previous_pack(destination, shape);
     if let Some(previous) = &previous
@@ -249,13 +297,16 @@ pub fn pack_image_folder(
     let reuse = ReuseIndex::new(previous.as_ref());
     let mut partial = PartialPack::resume_or_create(&work, shape, &plan.files)?;
     let resumed = partial.entries.len();
+    if options.bad_files == BadFilePolicy::Refuse {
+        refuse_any(folder, &partial.skipped_entries())?;
+    }
     let bar = options.progress.progress_bar(
         Some(plan.files.len() as u64),
         "packing [{bar:30}] {pos}/{len} images, {per_sec}, {eta} left",
     );
     bar.set_position(resumed as u64);
     let (mut decoded, mut reused) = (0, 0);
-    for chunk in plan.files[resumed..].chunks(FILES_PER_CHUNK) {
+    for chunk in plan.files[resumed..].chunks(files_per_chunk(shape)) {
         if cancellation.load(Ordering::Relaxed) {
             return Err(DatasetError::PackInterrupted {
                 destination: destination.to_path_buf(),
@@ -339,6 +390,9 @@ pub fn pack_image_folder_cached(
     cancellation: &AtomicBool,
 ) -> Result<PackOutcome> {
     let locations = pack_locations(folder, options);
+    if let Some(outcome) = up_to_date_anywhere(folder, &locations, options)? {
+        return Ok(outcome);
+    }
     let mut last_failure = None;
     for location in &locations {
         match WorkFiles::beside(location).check_writable() {
@@ -353,6 +407,36 @@ pub fn pack_image_folder_cached(
             DatasetError::io(folder, std::io::Error::other("no cache folder is known"))
         })),
     })
+}
+
+/// The first of `locations` holding a pack of `folder` that is up to date, read without a lock
+/// (so that a pack beside a read-only folder is used where it is); packing again (under the
+/// lock) decides for any other case.
+fn up_to_date_anywhere(
+    folder: &Path,
+    locations: &[PathBuf],
+    options: &PackOptions,
+) -> Result<Option<PackOutcome>> {
+    let existing: Vec<&PathBuf> = locations.iter().filter(|path| path.is_file()).collect();
+    if existing.is_empty() {
+        return Ok(None);
+    }
+    let plan = plan_image_folder(folder, options.test_fraction, options.seed)?;
+    for location in existing {
+        if let Some(previous) = open_previous_pack(location, options.image_shape())
+            && is_up_to_date(previous.manifest(), &plan)
+        {
+            if options.bad_files == BadFilePolicy::Refuse {
+                refuse_any(folder, &previous.manifest().skipped)?;
+            }
+            return Ok(Some(outcome_of(
+                location,
+                previous.manifest(),
+                PackState::UpToDate,
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// Under [`BadFilePolicy::Refuse`], the first entry of `skipped` as an error.
@@ -584,14 +668,17 @@ impl WorkFiles {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let name = destination
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = destination.file_name().unwrap_or_default();
+        let hidden = |suffix: &str| {
+            let mut hidden = std::ffi::OsString::from(".");
+            hidden.push(name);
+            hidden.push(suffix);
+            folder.join(hidden)
+        };
         WorkFiles {
-            records: folder.join(format!(".{name}.partial")),
-            journal: folder.join(format!(".{name}.journal")),
-            lock: folder.join(format!(".{name}.lock")),
+            records: hidden(".partial"),
+            journal: hidden(".journal"),
+            lock: hidden(".lock"),
         }
     }
 
@@ -599,29 +686,44 @@ impl WorkFiles {
         self.lock.parent().unwrap_or(Path::new("."))
     }
 
-    /// Creates the folder and opens the lock file for writing (no lock taken).
+    /// Creates the folder and a temporary file in it (removed at once): whether packing can
+    /// write there now (a lock file left by an earlier run says nothing about that).
     fn check_writable(&self) -> Result<()> {
         std::fs::create_dir_all(self.folder())
             .map_err(|error| DatasetError::io(self.folder(), error))?;
-        self.open_lock_file().map(drop)
+        tempfile::tempfile_in(self.folder())
+            .map(drop)
+            .map_err(|error| DatasetError::io(self.folder(), error))
     }
 
-    fn open_lock_file(&self) -> Result<File> {
-        OpenOptions::new()
+    /// Takes the exclusive lock on the destination, waiting while another process holds it;
+    /// released when the file is dropped. A cancellation while waiting is
+    /// [`DatasetError::PackInterrupted`].
+    fn lock(&self, destination: &Path, cancellation: &AtomicBool) -> Result<File> {
+        self.check_writable()?;
+        let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&self.lock)
-            .map_err(|error| DatasetError::io(&self.lock, error))
-    }
-
-    /// Waits for the exclusive lock on the destination; released when the file is dropped.
-    fn lock(&self) -> Result<File> {
-        self.check_writable()?;
-        let file = self.open_lock_file()?;
-        file.lock()
             .map_err(|error| DatasetError::io(&self.lock, error))?;
-        Ok(file)
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(file),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(error)) => {
+                    return Err(DatasetError::io(&self.lock, error));
+                }
+            }
+            if cancellation.load(Ordering::Relaxed) {
+                return Err(DatasetError::PackInterrupted {
+                    destination: destination.to_path_buf(),
+                    done: 0,
+                    total: 0,
+                });
+            }
+            std::thread::sleep(LOCK_RETRY);
+        }
     }
 }
 
@@ -711,6 +813,21 @@ impl PartialPack {
         })
     }
 
+    /// The files an interrupted run skipped (kept by the resume), as listed entries.
+    fn skipped_entries(&self) -> Vec<SkippedFile> {
+        self.entries
+            .iter()
+            .filter_map(|entry| match &entry.outcome {
+                JournalOutcome::Skipped { reason } => Some(SkippedFile {
+                    path: entry.path.clone(),
+                    reason: reason.clone(),
+                    stamp: Some(entry.stamp),
+                }),
+                JournalOutcome::Record { .. } => None,
+            })
+            .collect()
+    }
+
     /// Adds one file's outcome: its record to the records file (the journal line waits for
     /// [`PartialPack::flush`]).
     fn append(&mut self, file: &PlannedFile, outcome: FileOutcome) -> Result<()> {
@@ -772,6 +889,12 @@ impl PartialPack {
             .iter()
             .filter(|source| source.split == PackSplit::Train)
             .count() as u64;
+        if train_records == 0 {
+            return Err(DatasetError::ImageFolder {
+                folder: plan.folder.clone(),
+                problem: crate::pack_format::ImageFolderProblem::NoDecodableImage,
+            });
+        }
         let mut hasher = Xxh3::new();
         let statistics = read_back_records(
             &mut file,

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 
 use image::{ImageFormat, Rgb, RgbImage};
 use reclaim_dataset::pack::{
-    BadFilePolicy, ImageSize, PackOptions, PackProblem, PackSplit, PackState, SkipReason,
-    SplitRule, TestFraction, pack_image_folder,
+    BadFilePolicy, ImageFolderProblem, ImageSize, PackOptions, PackProblem, PackSplit, PackState,
+    SkipReason, SplitRule, TestFraction, pack_image_folder,
 };
 use reclaim_dataset::{DatasetError, PackSplits, ProgressDisplay, StorageKind};
 
@@ -494,4 +494,131 @@ fn a_cancelled_pack_leaves_no_pack_and_the_next_run_finishes_it() {
     let outcome = pack(&folder, &destination, &options());
     assert_eq!(outcome.train_records + outcome.test_records, 12);
     assert!(PackSplits::open_owned(&destination).is_ok());
+}
+
+#[test]
+fn a_destination_that_is_a_folder_or_a_file_of_the_users_is_refused_before_any_work() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("photos");
+    photo_folder(&folder, 2);
+    let photo = folder.join("train/cat/000.jpg");
+    let before = std::fs::read(&photo).unwrap();
+    for destination in [work.path().to_path_buf(), photo.clone(), PathBuf::from("/")] {
+        match pack_image_folder(&folder, &destination, &options(), &NOT_CANCELLED) {
+            Err(DatasetError::InvalidPackDestination { path, .. }) => assert_eq!(path, destination),
+            other => panic!(
+                "{}: expected InvalidPackDestination, got {other:?}",
+                destination.display()
+            ),
+        }
+    }
+    assert_eq!(
+        std::fs::read(&photo).unwrap(),
+        before,
+        "the photo is untouched"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(work.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .filter(|name| name.to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_folder_whose_every_training_file_fails_is_refused_and_strict_sees_resumed_skips() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("bad");
+    for (class, name) in [("cat", "a.jpg"), ("dog", "b.png")] {
+        write(&folder.join("train").join(class).join(name), b"");
+        write(&folder.join("train").join(class).join("z.txt.jpg"), b"text");
+        write(
+            &folder.join("test").join(class).join(name),
+            &encode(20, 20, [1, 2, 3], ImageFormat::Png),
+        );
+    }
+    let destination = work.path().join("bad.rpack");
+    match pack_image_folder(&folder, &destination, &options(), &NOT_CANCELLED) {
+        Err(DatasetError::ImageFolder { problem, .. }) => {
+            assert_eq!(problem, ImageFolderProblem::NoDecodableImage);
+        }
+        other => panic!("expected ImageFolder, got {other:?}"),
+    }
+    assert!(!destination.exists());
+    // The journal kept the two skipped files; a strict rerun resumes them and refuses the first.
+    let strict = PackOptions {
+        bad_files: BadFilePolicy::Refuse,
+        ..options()
+    };
+    match pack_image_folder(&folder, &destination, &strict, &NOT_CANCELLED) {
+        Err(DatasetError::BadSourceFile { path, reason }) => {
+            assert_eq!(path, folder.join("train/cat/a.jpg"));
+            assert_eq!(reason, SkipReason::Empty);
+        }
+        other => panic!("expected BadSourceFile, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_val_folder_beside_test_is_listed_and_a_pack_inside_the_folder_is_passed_over() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("photos");
+    photo_folder(&folder, 2);
+    write(
+        &folder.join("val/cat/0.png"),
+        &encode(20, 20, [200, 30, 30], ImageFormat::Png),
+    );
+    let inside = folder.join("inside.rpack");
+    let first = pack(&folder, &inside, &options());
+    assert!(
+        first
+            .skipped
+            .iter()
+            .any(|skipped| skipped.path == "val" && skipped.reason == SkipReason::UnusedSplitFolder),
+        "{:?}",
+        first.skipped
+    );
+    assert_eq!(
+        pack(&folder, &inside, &options()).state,
+        PackState::UpToDate
+    );
+    let outside = work.path().join("outside.rpack");
+    pack(&folder, &outside, &options());
+    assert_eq!(
+        std::fs::read(&inside).unwrap(),
+        std::fs::read(&outside).unwrap()
+    );
+
+    // Class folders alone: a class named `test` is a class like any other.
+    let flat = work.path().join("flat");
+    for class in ["test", "other"] {
+        for index in 0..3 {
+            write(
+                &flat.join(class).join(format!("{index}.png")),
+                &encode(12, 12, [9, 9, 9], ImageFormat::Png),
+            );
+        }
+    }
+    let outcome = pack(&flat, &work.path().join("flat.rpack"), &options());
+    assert_eq!(outcome.classes, 2);
+}
+
+#[test]
+fn waiting_for_another_packers_lock_ends_on_cancellation() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("photos");
+    photo_folder(&folder, 2);
+    let destination = work.path().join("locked.rpack");
+    let held = std::fs::File::create(work.path().join(".locked.rpack.lock")).unwrap();
+    held.lock().unwrap();
+    let cancelled = AtomicBool::new(true);
+    assert!(matches!(
+        pack_image_folder(&folder, &destination, &options(), &cancelled),
+        Err(DatasetError::PackInterrupted { .. })
+    ));
+    drop(held);
+    assert_eq!(
+        pack(&folder, &destination, &options()).state,
+        PackState::Written
+    );
 }

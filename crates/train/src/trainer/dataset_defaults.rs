@@ -58,7 +58,7 @@ impl Serialize for TrainingDataset {
 }
 
 /// A pack's per-channel statistics, as `--standardize` uses them: 1 or 3 channels, each mean
-/// finite and each standard deviation at least 1/255 (a constant channel is divided by one
+/// in `[0, 1]` and each standard deviation in `[1/255, 1]` (a constant channel is divided by one
 /// grey level rather than by zero).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PackStatistics {
@@ -68,7 +68,8 @@ pub struct PackStatistics {
 }
 
 impl PackStatistics {
-    /// The statistics a pack's manifest recorded, if they are for 1 or 3 channels and finite.
+    /// The statistics a pack's manifest recorded, if they are for 1 or 3 channels and in
+    /// `[0, 1]` (as `f32`: a manifest's `1e300` is refused, not turned into infinity).
     pub fn from_manifest(statistics: &ChannelStatistics) -> Option<Self> {
         let channels = statistics.mean.len();
         if !matches!(channels, 1 | 3) || statistics.standard_deviation.len() != channels {
@@ -84,11 +85,12 @@ impl PackStatistics {
                 statistics.mean[channel],
                 statistics.standard_deviation[channel],
             );
-            if !mean.is_finite() || !deviation.is_finite() {
+            let (mean, deviation) = (mean as f32, deviation as f32);
+            if !(0.0..=1.0).contains(&mean) || !(0.0..=1.0).contains(&deviation) {
                 return None;
             }
-            packed.mean[channel] = mean as f32;
-            packed.standard_deviation[channel] = (deviation as f32).max(1.0 / 255.0);
+            packed.mean[channel] = mean;
+            packed.standard_deviation[channel] = deviation.max(1.0 / 255.0);
         }
         Some(packed)
     }
@@ -234,5 +236,37 @@ pub fn photo_augmentation(shape: ImageShape) -> Augmentation {
             padding: (shape.height.min(shape.width) / 8).max(1),
         }),
         horizontal_flip: HorizontalFlip::Random,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_statistics_outside_the_unit_range_or_of_two_channels_are_refused() {
+        let statistics = |mean: Vec<f64>, deviation: Vec<f64>| ChannelStatistics {
+            mean,
+            standard_deviation: deviation,
+        };
+        let flat = PackStatistics::from_manifest(&statistics(vec![0.5], vec![0.0])).unwrap();
+        // A constant channel is divided by one grey level, not by zero.
+        assert_eq!(flat.standard_deviation[0], 1.0 / 255.0);
+        assert!(matches!(
+            PixelScaling::PackStandardized(flat).pixel_format(),
+            PixelFormat::ChannelNormalizedF32(_)
+        ));
+        for (mean, deviation) in [
+            (vec![1e300; 3], vec![0.2; 3]),
+            (vec![0.5; 3], vec![1e39; 3]),
+            (vec![f64::NAN], vec![0.2]),
+            (vec![0.5; 2], vec![0.2; 2]),
+            (vec![0.5; 3], vec![0.2; 1]),
+        ] {
+            assert_eq!(
+                PackStatistics::from_manifest(&statistics(mean, deviation)),
+                None
+            );
+        }
     }
 }
