@@ -91,7 +91,15 @@ else
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/reclaim-photos-compare-XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+finish() { # on exit, even a failed one: the raw files to --keep, else removed
+    if [[ -n "$keep" ]]; then
+        mkdir -p "$keep"
+        find "$work" -mindepth 1 -maxdepth 1 -exec mv -t "$keep" -- {} +
+        say "raw results and the pack kept in $keep"
+    fi
+    rm -rf "$work"
+}
+trap finish EXIT
 pack="$work/photos.pack"
 
 # The machine, before anything runs (the load average says whether the timings can be trusted).
@@ -122,9 +130,3 @@ if [[ -n "$output" ]]; then
 fi
 echo >&2
 python3 "$here/photos_table.py" "${table_arguments[@]}"
-
-if [[ -n "$keep" ]]; then
-    mkdir -p "$keep"
-    mv "$work"/* "$keep/"
-    say "raw results and the pack kept in $keep"
-fi
