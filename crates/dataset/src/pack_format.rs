@@ -705,7 +705,10 @@ mod tests {
             skipped: Vec::new(),
         };
         assert_eq!(manifest.check_against(&header, |_| 1), Ok(()));
-        assert!(manifest.check_against(&header, |_| 0).is_err(), "another label");
+        assert!(
+            manifest.check_against(&header, |_| 0).is_err(),
+            "another label"
+        );
         for forged in [1e300, -0.1, f64::NAN] {
             manifest.statistics.standard_deviation[1] = forged;
             assert!(matches!(
