@@ -178,10 +178,10 @@ pub mod pack {
     pub use crate::image_folder::{ImageFolderSurvey, TestFraction, survey_image_folder};
     pub use crate::pack_dataset::PackFingerprint;
     pub use crate::pack_format::{
-        ChannelStatistics, FileStamp, ImageFolderProblem, MAXIMUM_PACK_IMAGE_SIDE,
-        PACK_FORMAT_VERSION, PACK_HEADER_BYTES, PACK_MAGIC, PackHeader, PackImageShape,
-        PackManifest, PackProblem, PackSplit, PackedSource, SkipReason, SkippedFile, SplitRule,
-        parse_pack_header, verify_pack_content,
+        ChannelStatistics, FileStamp, ImageFolderProblem, MAXIMUM_PACK_CLASSES,
+        MAXIMUM_PACK_IMAGE_SIDE, PACK_FORMAT_VERSION, PACK_HEADER_BYTES, PACK_MAGIC, PackHeader,
+        PackImageShape, PackManifest, PackProblem, PackSplit, PackedSource, SkipReason,
+        SkippedFile, SplitRule, parse_pack_header, verify_pack_content,
     };
     #[cfg(feature = "images")]
     pub use crate::pack_writer::{

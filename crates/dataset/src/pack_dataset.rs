@@ -71,6 +71,17 @@ impl Splits<PackDataset> {
         Self::from_file_bytes(bytes)
     }
 
+    /// Validates a pack already in memory as [`PackSplits::open_mapped`] does; `path_for_errors`
+    /// names it in errors. Never panics, whatever the bytes (the fuzz target's entry point).
+    pub fn from_bytes(
+        path_for_errors: impl Into<std::path::PathBuf>,
+        bytes: Vec<u8>,
+    ) -> Result<Self> {
+        let path = path_for_errors.into();
+        check_pack_length(&path, bytes.len() as u64)?;
+        Self::from_file_bytes(FileBytes::from_bytes(path, bytes))
+    }
+
     fn from_file_bytes(bytes: FileBytes) -> Result<Self> {
         let invalid = |problem: PackProblem| DatasetError::InvalidPack {
             path: bytes.path().to_path_buf(),

@@ -43,7 +43,9 @@ mod timeline;
 
 pub use error::RecordsError;
 pub use files::{RunFile, read_json_file, write_file_atomically, write_json_file};
-pub use metrics::{EpochMetrics, JsonLinesWriter, StepMetrics, finite_or_text, read_json_lines};
+pub use metrics::{
+    EpochMetrics, JsonLinesWriter, StepMetrics, finite_or_text, parse_json_lines, read_json_lines,
+};
 pub use phases::PhaseSeconds;
 pub use release::{ReleaseReport, ReleaseStage, ReleaseStep};
 pub use text::epoch_table;

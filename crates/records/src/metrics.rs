@@ -165,6 +165,15 @@ pub fn read_json_lines<T: DeserializeOwned>(
 ) -> Result<Vec<T>, RecordsError> {
     let path = path.as_ref();
     let text = std::fs::read(path).map_err(|error| RecordsError::io(path, error))?;
+    parse_json_lines(path, &text)
+}
+
+/// [`read_json_lines`] on bytes already read; `path` names them in errors. Never panics,
+/// whatever the bytes (the fuzz target's entry point).
+pub fn parse_json_lines<T: DeserializeOwned>(
+    path: &Path,
+    text: &[u8],
+) -> Result<Vec<T>, RecordsError> {
     let unfinished_start = text
         .iter()
         .rposition(|&byte| byte == b'\n')
