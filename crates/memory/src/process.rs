@@ -102,6 +102,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no file-backed memory maps")]
     fn a_mapped_file_is_counted_and_then_gone() {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("mapped.bin");
