@@ -87,7 +87,7 @@ pub fn run(arguments: InspectArguments) -> anyhow::Result<()> {
         .dataset
         .or(arguments.family.map(DatasetName::from));
     let path = &arguments.path;
-    let report = if given.is_none() && super::train::is_pack_file(path) {
+    let report = if given.is_none() && reclaim_dataset::pack::is_pack_file(path) {
         describe_pack(path)?
     } else if path.is_dir() {
         match folder_format(path, given)? {

@@ -234,17 +234,6 @@ impl PackSummary {
     }
 }
 
-/// Whether `path` is a pack file (its first bytes are the pack magic).
-pub(crate) fn is_pack_file(path: &Path) -> bool {
-    use std::io::Read as _;
-    let mut magic = [0u8; 8];
-    path.is_file()
-        && std::fs::File::open(path)
-            .and_then(|mut file| file.read_exact(&mut magic))
-            .is_ok()
-        && magic == reclaim_dataset::pack::PACK_MAGIC
-}
-
 /// The data the arguments name: with --image-size, the folder of photos packed (into the
 /// cache); a pack file given as --data; else the catalogue dataset in its folder.
 fn data_choice(
@@ -261,7 +250,9 @@ fn data_choice(
         return Ok(DataChoice::Pack(PackSummary::read(&pack)?));
     }
     match data {
-        Some(path) if is_pack_file(path) => Ok(DataChoice::Pack(PackSummary::read(path)?)),
+        Some(path) if reclaim_dataset::pack::is_pack_file(path) => {
+            Ok(DataChoice::Pack(PackSummary::read(path)?))
+        }
         _ => Ok(DataChoice::Catalogue {
             dataset,
             folder: data_folder(data, dataset)?,

@@ -181,7 +181,7 @@ pub mod pack {
         ChannelStatistics, FileStamp, ImageFolderProblem, MAXIMUM_PACK_CLASSES,
         MAXIMUM_PACK_IMAGE_SIDE, PACK_FORMAT_VERSION, PACK_HEADER_BYTES, PACK_MAGIC, PackHeader,
         PackImageShape, PackManifest, PackProblem, PackSplit, PackedSource, SkipReason,
-        SkippedFile, SplitRule, parse_pack_header, verify_pack_content,
+        SkippedFile, SplitRule, is_pack_file, parse_pack_header, verify_pack_content,
     };
     #[cfg(feature = "images")]
     pub use crate::pack_writer::{

@@ -279,6 +279,19 @@ fn check_section_lengths(header: &PackHeader, length: u64) -> Result<(), PackPro
     }
 }
 
+/// Whether `path` is a regular file starting with [`PACK_MAGIC`]: what `reclaim train --data`
+/// and `reclaim inspect` tell a pack by, and the only kind of existing file packing replaces.
+/// Reads eight bytes; says nothing of the rest (opening the pack checks that).
+pub fn is_pack_file(path: &std::path::Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 8];
+    path.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut file| file.read_exact(&mut magic))
+            .is_ok()
+        && magic == PACK_MAGIC
+}
+
 /// Checks the checksum of a whole pack (`bytes`) against its header's.
 pub fn verify_pack_content(header: &PackHeader, bytes: &[u8]) -> Result<(), PackProblem> {
     let actual = content_checksum(bytes.get(PACK_HEADER_BYTES..).unwrap_or(&[]));

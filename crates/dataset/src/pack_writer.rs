@@ -237,19 +237,11 @@ fn check_destination(destination: &Path) -> Result<()> {
         Err(_) => Ok(()),
         Ok(metadata) if metadata.is_dir() => refuse("is a folder"),
         Ok(metadata) if !metadata.is_file() => refuse("exists and is not a regular file"),
-        Ok(_) if !starts_with_pack_magic(destination) => refuse(
+        Ok(_) if !crate::pack_format::is_pack_file(destination) => refuse(
             "exists and is not a pack (it is never overwritten: remove it or choose another)",
         ),
         Ok(_) => Ok(()),
     }
-}
-
-fn starts_with_pack_magic(path: &Path) -> bool {
-    let mut magic = [0u8; 8];
-    File::open(path)
-        .and_then(|mut file| file.read_exact(&mut magic))
-        .is_ok()
-        && magic == crate::pack_format::PACK_MAGIC
 }
 
 /// Packs `folder` (see [`crate::pack`] for the layouts) into `destination`.
