@@ -267,6 +267,17 @@ pub fn pack_image_folder(
 ) -> Result<PackOutcome> {
     check_destination(destination)?;
     let plan = plan_image_folder(folder, options.test_fraction, options.seed)?;
+    pack_planned(&plan, destination, options, cancellation)
+}
+
+/// [`pack_image_folder`] once the folder is read (`plan`) and the destination checked.
+fn pack_planned(
+    plan: &FolderPlan,
+    destination: &Path,
+    options: &PackOptions,
+    cancellation: &AtomicBool,
+) -> Result<PackOutcome> {
+    let folder = plan.folder.as_path();
     if options.bad_files == BadFilePolicy::Refuse {
         refuse_any(folder, &plan.skipped)?;
     }
@@ -382,13 +393,17 @@ pub fn pack_image_folder_cached(
     cancellation: &AtomicBool,
 ) -> Result<PackOutcome> {
     let locations = pack_locations(folder, options);
-    if let Some(outcome) = up_to_date_anywhere(folder, &locations, options)? {
+    let plan = plan_image_folder(folder, options.test_fraction, options.seed)?;
+    if let Some(outcome) = up_to_date_anywhere(&plan, &locations, options)? {
         return Ok(outcome);
     }
     let mut last_failure = None;
     for location in &locations {
         match WorkFiles::beside(location).check_writable() {
-            Ok(()) => return pack_image_folder(folder, location, options, cancellation),
+            Ok(()) => {
+                check_destination(location)?;
+                return pack_planned(&plan, location, options, cancellation);
+            }
             Err(error) => last_failure = Some(error),
         }
     }
@@ -405,21 +420,16 @@ pub fn pack_image_folder_cached(
 /// (so that a pack beside a read-only folder is used where it is); packing again (under the
 /// lock) decides for any other case.
 fn up_to_date_anywhere(
-    folder: &Path,
+    plan: &FolderPlan,
     locations: &[PathBuf],
     options: &PackOptions,
 ) -> Result<Option<PackOutcome>> {
-    let existing: Vec<&PathBuf> = locations.iter().filter(|path| path.is_file()).collect();
-    if existing.is_empty() {
-        return Ok(None);
-    }
-    let plan = plan_image_folder(folder, options.test_fraction, options.seed)?;
-    for location in existing {
+    for location in locations.iter().filter(|path| path.is_file()) {
         if let Some(previous) = open_previous_pack(location, options.image_shape())
-            && is_up_to_date(previous.manifest(), &plan)
+            && is_up_to_date(previous.manifest(), plan)
         {
             if options.bad_files == BadFilePolicy::Refuse {
-                refuse_any(folder, &previous.manifest().skipped)?;
+                refuse_any(&plan.folder, &previous.manifest().skipped)?;
             }
             return Ok(Some(outcome_of(
                 location,
