@@ -282,7 +282,7 @@ fn pack_planned(
         refuse_any(folder, &plan.skipped)?;
     }
     let work = WorkFiles::beside(destination);
-    let _lock = work.lock(destination, cancellation)?;
+    let _lock = work.lock(destination, plan.files.len(), cancellation)?;
     let shape = options.image_shape();
     let previous = open_previous_pack(destination, shape);
     if let Some(previous) = &previous
@@ -701,7 +701,7 @@ impl WorkFiles {
     /// Takes the exclusive lock on the destination, waiting while another process holds it;
     /// released when the file is dropped. A cancellation while waiting is
     /// [`DatasetError::PackInterrupted`].
-    fn lock(&self, destination: &Path, cancellation: &AtomicBool) -> Result<File> {
+    fn lock(&self, destination: &Path, total: usize, cancellation: &AtomicBool) -> Result<File> {
         self.check_writable()?;
         let file = OpenOptions::new()
             .create(true)
@@ -721,7 +721,7 @@ impl WorkFiles {
                 return Err(DatasetError::PackInterrupted {
                     destination: destination.to_path_buf(),
                     done: 0,
-                    total: 0,
+                    total,
                 });
             }
             std::thread::sleep(LOCK_RETRY);
