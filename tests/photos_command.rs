@@ -61,15 +61,7 @@ fn pack_inspect_and_train_a_cnn_on_a_folder_of_photos() {
     let folder = photo_folder(&work.join("photos"), 60, 24);
 
     let pack = work.join("photos.rpack");
-    let output = reclaim([
-        "pack".as_ref(),
-        folder.as_os_str(),
-        "--image-size".as_ref(),
-        "16x16".as_ref(),
-        "--out".as_ref(),
-        pack.as_os_str(),
-        "--quiet".as_ref(),
-    ]);
+    let output = pack_quietly(&folder, "16x16", &pack, &[]);
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(
@@ -185,16 +177,7 @@ fn strict_packing_refuses_the_first_bad_file_and_writes_no_pack() {
     let work = scratch("photos", "strict");
     let folder = photo_folder(&work.join("photos"), 5, 20);
     let pack = work.join("strict.rpack");
-    let output = reclaim([
-        "pack".as_ref(),
-        folder.as_os_str(),
-        "--image-size".as_ref(),
-        "8".as_ref(),
-        "--out".as_ref(),
-        pack.as_os_str(),
-        "--strict".as_ref(),
-        "--quiet".as_ref(),
-    ]);
+    let output = pack_quietly(&folder, "8", &pack, &["--strict"]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = text(&output.stderr);
     assert!(
@@ -228,6 +211,19 @@ fn strict_packing_refuses_the_first_bad_file_and_writes_no_pack() {
             text(&output.stderr)
         );
     }
+}
+
+/// `reclaim pack FOLDER --image-size SIZE --out PACK --quiet` with `extra` arguments, waited for.
+fn pack_quietly(folder: &Path, size: &str, pack: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_reclaim"))
+        .arg("pack")
+        .arg(folder)
+        .args(["--image-size", size, "--out"])
+        .arg(pack)
+        .arg("--quiet")
+        .args(extra)
+        .output()
+        .expect("the reclaim binary runs")
 }
 
 /// Waits until `condition` holds, or fails after a minute.
@@ -282,15 +278,7 @@ fn packing_killed_with_sigkill_resumes_and_gives_the_same_pack() {
     assert!(!journal.exists());
 
     let fresh = work.join("fresh.rpack");
-    let output = reclaim([
-        "pack".as_ref(),
-        folder.as_os_str(),
-        "--image-size".as_ref(),
-        "32x32".as_ref(),
-        "--out".as_ref(),
-        fresh.as_os_str(),
-        "--quiet".as_ref(),
-    ]);
+    let output = pack_quietly(&folder, "32x32", &fresh, &[]);
     assert!(output.status.success());
     assert_eq!(
         std::fs::read(&pack).unwrap(),
@@ -303,15 +291,7 @@ fn training_on_a_pack_killed_with_sigkill_resumes_from_its_checkpoint() {
     let work = scratch("photos", "kill-train");
     let folder = photo_folder(&work.join("photos"), 40, 20);
     let pack = work.join("photos.rpack");
-    let output = reclaim([
-        "pack".as_ref(),
-        folder.as_os_str(),
-        "--image-size".as_ref(),
-        "12x12".as_ref(),
-        "--out".as_ref(),
-        pack.as_os_str(),
-        "--quiet".as_ref(),
-    ]);
+    let output = pack_quietly(&folder, "12x12", &pack, &[]);
     assert!(output.status.success());
     let run = work.join("run");
     let train = |extra: &[&str]| {
