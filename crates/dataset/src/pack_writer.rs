@@ -286,7 +286,7 @@ fn pack_planned(
     let shape = options.image_shape();
     let previous = open_previous_pack(destination, shape);
     if let Some(previous) = &previous
-        && is_up_to_date(previous.manifest(), &plan)
+        && is_up_to_date(previous.manifest(), plan)
     {
         if options.bad_files == BadFilePolicy::Refuse {
             refuse_any(folder, &previous.manifest().skipped)?;
@@ -342,7 +342,7 @@ fn pack_planned(
     bar.finish_and_clear();
     drop(reuse);
     drop(previous);
-    let manifest = partial.finish(&plan, destination)?;
+    let manifest = partial.finish(plan, destination)?;
     let mut outcome = outcome_of(destination, &manifest, PackState::Written);
     (outcome.decoded, outcome.reused, outcome.resumed) = (decoded, reused, resumed);
     Ok(outcome)
