@@ -2,7 +2,7 @@
 //!
 //! These operations power neural network modules like convolutions and pooling.
 
-use crate::ops::{conv, conv_transpose, deform_conv, interpolate, pool};
+use crate::ops::{conv, conv2d_gemm, conv_transpose, deform_conv, interpolate, pool};
 use crate::{Flex, FlexTensor, Layout};
 use burn_backend::{
     DType, Element, TensorMetadata,
@@ -66,6 +66,9 @@ impl ModuleOps<Flex> for Flex {
         options: ConvOptions<2>,
     ) -> FloatTensor<Flex> {
         let (x, options) = pad_asymmetric_conv_input::<Flex, 2>(x, options);
+        if !conv2d_gemm::has_direct_path(&x, &weight, &options) {
+            return conv2d_gemm::conv2d(x, weight, bias, &options);
+        }
         match x.dtype() {
             DType::F32 => conv::conv2d_f32(x, weight, bias, &options),
             DType::F64 => conv::conv2d_f64(x, weight, bias, &options),
@@ -73,6 +76,32 @@ impl ModuleOps<Flex> for Flex {
             DType::BF16 => conv::conv2d_bf16(x, weight, bias, &options),
             dtype => panic!("conv2d: unsupported dtype {:?}", dtype),
         }
+    }
+
+    fn conv2d_x_backward(
+        x: FloatTensor<Flex>,
+        weight: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Flex> {
+        conv2d_gemm::conv2d_x_backward(x, weight, output_grad, &options)
+    }
+
+    fn conv2d_weight_backward(
+        x: FloatTensor<Flex>,
+        weight: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Flex> {
+        conv2d_gemm::conv2d_weight_backward(x, weight, output_grad, &options)
+    }
+
+    fn conv2d_bias_backward(
+        _x: FloatTensor<Flex>,
+        _bias: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+    ) -> FloatTensor<Flex> {
+        conv2d_gemm::conv2d_bias_backward(output_grad)
     }
 
     fn deform_conv2d(

@@ -227,6 +227,64 @@ fn valid_range_maxpool(
     (start as usize, end as usize)
 }
 
+/// 2D max pooling with indices of `planes` planes where every window lies inside its plane (no
+/// padding, no dilation, no partial window): the common `2 x 2`, stride 2 case. The windows'
+/// positions need no range checks, so the loops are a few instructions per element; the
+/// general path below computes each window's bounds.
+fn max_pool2d_inside_planes<T>(
+    x_data: &[T],
+    planes: usize,
+    [in_h, in_w]: [usize; 2],
+    [out_h, out_w]: [usize; 2],
+    [kernel_h, kernel_w]: [usize; 2],
+    [stride_h, stride_w]: [usize; 2],
+) -> (Vec<T>, Vec<i64>)
+where
+    T: bytemuck::Pod + Copy + PartialOrd + Send + Sync + Element + num_traits::Float,
+{
+    let (in_plane, out_plane) = (in_h * in_w, out_h * out_w);
+    let mut output = vec![T::zero(); planes * out_plane];
+    let mut indices = vec![0i64; planes * out_plane];
+    let pool_plane = |(plane, (output, indices)): (usize, (&mut [T], &mut [i64]))| {
+        let input = &x_data[plane * in_plane..][..in_plane];
+        for oh in 0..out_h {
+            for ow in 0..out_w {
+                let corner = oh * stride_h * in_w + ow * stride_w;
+                let (mut best, mut best_index) = (input[corner], corner);
+                for row in 0..kernel_h {
+                    let start = corner + row * in_w;
+                    for (column, &value) in input[start..start + kernel_w].iter().enumerate() {
+                        // NaN wins, as in the general path below.
+                        let take = (value > best) | value.is_nan();
+                        best = if take { value } else { best };
+                        best_index = if take { start + column } else { best_index };
+                    }
+                }
+                output[oh * out_w + ow] = best;
+                indices[oh * out_w + ow] = best_index as i64;
+            }
+        }
+    };
+    if out_plane > 0 {
+        #[cfg(feature = "rayon")]
+        {
+            use rayon::prelude::*;
+            output
+                .par_chunks_mut(out_plane)
+                .zip(indices.par_chunks_mut(out_plane))
+                .enumerate()
+                .for_each(pool_plane);
+        }
+        #[cfg(not(feature = "rayon"))]
+        output
+            .chunks_mut(out_plane)
+            .zip(indices.chunks_mut(out_plane))
+            .enumerate()
+            .for_each(pool_plane);
+    }
+    (output, indices)
+}
+
 /// Generic 3D max pooling with indices implementation.
 #[allow(clippy::too_many_arguments)]
 fn max_pool3d_with_indices_impl<T>(
@@ -262,13 +320,42 @@ where
 
     let spatial_out = out_d * out_h * out_w;
     let x_data: &[T] = x.storage();
+    let windows_inside = (out_h == 0 || (out_h - 1) * stride_h + kernel_h <= in_h)
+        && (out_w == 0 || (out_w - 1) * stride_w + kernel_w <= in_w);
+    if in_d == 1
+        && kernel_d == 1
+        && padding == [0, 0, 0]
+        && dilation == [1, 1, 1]
+        && windows_inside
+    {
+        let (output, indices) = max_pool2d_inside_planes(
+            x_data,
+            batch_size * channels,
+            [in_h, in_w],
+            [out_h, out_w],
+            [kernel_h, kernel_w],
+            [stride_h, stride_w],
+        );
+        let out_shape = Shape::from(vec![batch_size, channels, out_d, out_h, out_w]);
+        return (
+            FlexTensor::new(Bytes::from_elems(output), Layout::contiguous(out_shape.clone()), dtype),
+            FlexTensor::new(Bytes::from_elems(indices), Layout::contiguous(out_shape), DType::I64),
+        );
+    }
+    // Each axis's window ranges, computed once per call rather than once per output element
+    // (their divisions were most of the time of a small window such as 2 x 2).
+    let ranges = |outputs: usize, kernel: usize, stride: usize, pad: usize, dilation: usize, input: usize| {
+        (0..outputs)
+            .map(|out| valid_range_maxpool(out, kernel, stride, pad, dilation, input))
+            .collect::<Vec<(usize, usize)>>()
+    };
+    let ranges_d = ranges(out_d, kernel_d, stride_d, pad_d, dilation_d, in_d);
+    let ranges_h = ranges(out_h, kernel_h, stride_h, pad_h, dilation_h, in_h);
+    let ranges_w = ranges(out_w, kernel_w, stride_w, pad_w, dilation_w, in_w);
     let kernel = |od: usize, oh: usize, ow: usize, x_offset: usize| {
-        let (kd_start, kd_end) =
-            valid_range_maxpool(od, kernel_d, stride_d, pad_d, dilation_d, in_d);
-        let (kh_start, kh_end) =
-            valid_range_maxpool(oh, kernel_h, stride_h, pad_h, dilation_h, in_h);
-        let (kw_start, kw_end) =
-            valid_range_maxpool(ow, kernel_w, stride_w, pad_w, dilation_w, in_w);
+        let (kd_start, kd_end) = ranges_d[od];
+        let (kh_start, kh_end) = ranges_h[oh];
+        let (kw_start, kw_end) = ranges_w[ow];
 
         let mut max_val = neg_inf;
         let mut max_idx: i64 = -1;
@@ -289,11 +376,16 @@ where
                     let val = x_data[x_idx];
 
                     // NaN always wins, so it propagates like in PyTorch, which also
-                    // reports the index of the last NaN in the window.
-                    if max_idx < 0 || val > max_val || val.is_nan() {
-                        max_val = val;
-                        max_idx = (id_base + ih_base + iw) as i64;
-                    }
+                    // reports the index of the last NaN in the window. Selected without a
+                    // branch (`|`, not `||`): on real activations `val > max_val` is a coin
+                    // toss, and its mispredictions were most of this loop's time.
+                    let take = (max_idx < 0) | (val > max_val) | val.is_nan();
+                    max_val = if take { val } else { max_val };
+                    max_idx = if take {
+                        (id_base + ih_base + iw) as i64
+                    } else {
+                        max_idx
+                    };
                 }
             }
         }
