@@ -25,8 +25,7 @@ pattern=$(IFS='|'; printf '%s' "${patterns[*]}")
 allowed='https?://github\.com/[^[:space:])>]*/issues/[0-9]+'
 
 # Tracked text files, except the history, lock files, data, fuzzing corpora, images, the patched
-# upstream crate and this
-# script (whose patterns would match themselves).
+# upstream crate and this script (whose patterns would match themselves).
 files=()
 while IFS= read -r -d '' file; do
     case "$file" in
