@@ -225,12 +225,12 @@ fn conv_reference(
     let per_group_out = case.channels_out / case.groups;
     let [out_h, out_w] = case.output();
     for b in 0..case.batch {
-        for co in 0..case.channels_out {
+        for (co, &bias_value) in bias.iter().enumerate() {
             let group = co / per_group_out;
             for oy in 0..out_h {
                 for ox in 0..out_w {
                     let gradient = upstream.get([b, co, oy, ox]);
-                    let mut sum = bias[co];
+                    let mut sum = bias_value;
                     reference.bias_gradient[co] += gradient;
                     for local in 0..per_group_in {
                         let ci = group * per_group_in + local;
