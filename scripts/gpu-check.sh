@@ -2,8 +2,9 @@
 # Every GPU check of the project, on a machine with an NVIDIA GPU, written to one folder:
 #
 #   1. what the machine is (GPU, driver, Vulkan adapters, CPU);
-#   2. `reclaim train --backend wgpu` (the PyTorch recipe) on the real adapter, with its release
-#      report (device pool before and after each cleanup, the final cleanup included);
+#   2. `reclaim train --backend wgpu` (the PyTorch recipe, then the CNN) on the real adapter, with
+#      their release reports (device pool before and after each cleanup, the final cleanup
+#      included);
 #   3. the wgpu example and `examples/release.rs` on wgpu;
 #   4. `reclaim bench train` on every backend built in, and the criterion benches of the
 #      training step (`train_step`) and of the loader into wgpu tensors (`loader`);
@@ -117,6 +118,9 @@ fi
 # 2. and 3.
 check train-wgpu "$bin/reclaim" train --backend wgpu --quiet --out "$out/run-wgpu" "${train_size[@]}"
 [ -f "$out/run-wgpu/release.md" ] && cp "$out/run-wgpu/release.md" "$out/release-wgpu.md"
+# The CNN (two conv-ReLU-pool blocks) on MNIST through Burn's autodiff on the adapter.
+check train-wgpu-cnn "$bin/reclaim" train --backend wgpu --model cnn --quiet --out "$out/run-wgpu-cnn" "${train_size[@]}"
+[ -f "$out/run-wgpu-cnn/release.md" ] && cp "$out/run-wgpu-cnn/release.md" "$out/release-wgpu-cnn.md"
 check example-wgpu "$bin/example-wgpu"
 check example-release-wgpu "$bin/example-release" wgpu
 # 4.
