@@ -319,10 +319,6 @@ impl<T> SharedBuffer<T> {
     }
 }
 
-fn contiguous_f(tensor: FlexTensor) -> FlexTensor {
-    tensor.to_contiguous()
-}
-
 fn tensor_from<T: ConvElement>(data: Vec<T>, shape: [usize; 4], dtype: DType) -> FlexTensor {
     FlexTensor::new(Bytes::from_elems(data), Layout::contiguous(Shape::from(shape.to_vec())), dtype)
 }
@@ -335,7 +331,7 @@ fn forward<T: ConvElement>(
     options: &ConvOptions<2>,
     dtype: DType,
 ) -> FlexTensor {
-    let (x, weight) = (contiguous_f(x), contiguous_f(weight));
+    let (x, weight) = (x.to_contiguous(), weight.to_contiguous());
     let (x_shape, w_shape) = (x.layout().shape().to_vec(), weight.layout().shape().to_vec());
     let out_hw = [0, 1].map(|axis| {
         burn_backend::ops::conv::calculate_conv_output_size(
@@ -378,8 +374,8 @@ fn forward<T: ConvElement>(
             }
         }
     });
-    if let Some(bias) = bias {
-        let bias = contiguous_f(bias);
+    if let Some(bias) = bias.filter(|_| g.out_plane() > 0) {
+        let bias = bias.to_contiguous();
         let bias_data: &[T] = bias.storage();
         for (plane, &value) in output.chunks_mut(g.out_plane()).zip(bias_data.iter().cycle()) {
             plane.iter_mut().for_each(|element| *element = *element + value);
@@ -396,7 +392,7 @@ fn weight_gradient<T: ConvElement>(
     options: &ConvOptions<2>,
     dtype: DType,
 ) -> FlexTensor {
-    let (x, output_grad) = (contiguous_f(x), contiguous_f(output_grad));
+    let (x, output_grad) = (x.to_contiguous(), output_grad.to_contiguous());
     let grad_shape = output_grad.layout().shape().to_vec();
     let g = Geometry::new(x.layout().shape(), weight_shape, [grad_shape[2], grad_shape[3]], options);
     let (x_data, grad_data): (&[T], &[T]) = (x.storage(), output_grad.storage());
@@ -454,7 +450,7 @@ fn input_gradient<T: ConvElement>(
     options: &ConvOptions<2>,
     dtype: DType,
 ) -> FlexTensor {
-    let (weight, output_grad) = (contiguous_f(weight), contiguous_f(output_grad));
+    let (weight, output_grad) = (weight.to_contiguous(), output_grad.to_contiguous());
     let grad_shape = output_grad.layout().shape().to_vec();
     let g = Geometry::new(x_shape, weight.layout().shape(), [grad_shape[2], grad_shape[3]], options);
     let (w_data, grad_data): (&[T], &[T]) = (weight.storage(), output_grad.storage());
@@ -498,7 +494,7 @@ fn input_gradient<T: ConvElement>(
 /// The gradient of the bias: `[channels_out]`, the output gradient summed over samples and
 /// pixels.
 fn bias_gradient<T: ConvElement>(output_grad: FlexTensor, dtype: DType) -> FlexTensor {
-    let output_grad = contiguous_f(output_grad);
+    let output_grad = output_grad.to_contiguous();
     let shape = output_grad.layout().shape().to_vec();
     let (channels, plane) = (shape[1], shape[2] * shape[3]);
     let data: &[T] = output_grad.storage();

@@ -376,16 +376,11 @@ where
                     let val = x_data[x_idx];
 
                     // NaN always wins, so it propagates like in PyTorch, which also
-                    // reports the index of the last NaN in the window. Selected without a
-                    // branch (`|`, not `||`): on real activations `val > max_val` is a coin
-                    // toss, and its mispredictions were most of this loop's time.
-                    let take = (max_idx < 0) | (val > max_val) | val.is_nan();
-                    max_val = if take { val } else { max_val };
-                    max_idx = if take {
-                        (id_base + ih_base + iw) as i64
-                    } else {
-                        max_idx
-                    };
+                    // reports the index of the last NaN in the window.
+                    if max_idx < 0 || val > max_val || val.is_nan() {
+                        max_val = val;
+                        max_idx = (id_base + ih_base + iw) as i64;
+                    }
                 }
             }
         }
