@@ -379,6 +379,9 @@ struct PoolCase {
     kernel: [usize; 2],
     stride: [usize; 2],
     padding: [usize; 2],
+    /// Inputs rounded to whole numbers below 2, so that most windows hold a tie (as ReLU's
+    /// zeros do): the gradient must go to the window's first largest input, in row-major order.
+    ties: bool,
 }
 
 impl PoolCase {
@@ -437,6 +440,15 @@ fn max_pooling_and_its_gradient_match_their_definition() {
             kernel: [2, 2],
             stride: [2, 2],
             padding: [0, 0],
+            ties: false,
+        },
+        // The same with ties in most windows.
+        PoolCase {
+            input: [2, 3, 7, 6],
+            kernel: [2, 2],
+            stride: [2, 2],
+            padding: [0, 0],
+            ties: true,
         },
         // Overlapping windows, batch 1, one channel.
         PoolCase {
@@ -444,6 +456,7 @@ fn max_pooling_and_its_gradient_match_their_definition() {
             kernel: [3, 2],
             stride: [1, 2],
             padding: [0, 0],
+            ties: false,
         },
         // Padding: windows partly outside the image.
         PoolCase {
@@ -451,10 +464,14 @@ fn max_pooling_and_its_gradient_match_their_definition() {
             kernel: [3, 3],
             stride: [2, 2],
             padding: [1, 1],
+            ties: true,
         },
     ];
     for (number, case) in cases.into_iter().enumerate() {
-        let input = Array4::random(case.input, 100 + number as u64);
+        let mut input = Array4::random(case.input, 100 + number as u64);
+        if case.ties {
+            input.data.iter_mut().for_each(|value| *value = value.abs().min(1.0).round());
+        }
         let [out_h, out_w] = case.output();
         let upstream = Array4::random([case.input[0], case.input[1], out_h, out_w], 200);
         let (expected_output, expected_gradient) = pool_reference(&case, &input, &upstream);

@@ -344,6 +344,8 @@ fn forward<T: ConvElement>(
     });
     let g = Geometry::new(&x_shape, &w_shape, out_hw, options);
     let (x_data, w_data): (&[T], &[T]) = (x.storage(), weight.storage());
+    let bias = bias.map(|bias| bias.to_contiguous());
+    let bias_data: Option<&[T]> = bias.as_ref().map(|bias| bias.storage());
     let mut output = vec![T::zero(); g.batch * g.channels_out * g.out_plane()];
     let output_pointer = SharedBuffer(output.as_mut_ptr());
     let tiles: Vec<(usize, usize)> = g.row_tiles().collect();
@@ -372,15 +374,22 @@ fn forward<T: ConvElement>(
                     Operand { pointer: columns.as_ptr(), column_stride: 1, row_stride: tile_len as isize },
                 );
             }
+            // The bias, while the tile's rows are still in cache.
+            let Some(bias_data) = bias_data else { continue };
+            for channel in 0..g.out_channels_per_group() {
+                let value = bias_data[group * g.out_channels_per_group() + channel];
+                // SAFETY: the rows of this tile in this output channel of this sample, which
+                // only this item writes (as above).
+                let rows = unsafe {
+                    core::slice::from_raw_parts_mut(
+                        output_pointer.start().add(destination + channel * g.out_plane()),
+                        tile_len,
+                    )
+                };
+                rows.iter_mut().for_each(|element| *element = *element + value);
+            }
         }
     });
-    if let Some(bias) = bias.filter(|_| g.out_plane() > 0) {
-        let bias = bias.to_contiguous();
-        let bias_data: &[T] = bias.storage();
-        for (plane, &value) in output.chunks_mut(g.out_plane()).zip(bias_data.iter().cycle()) {
-            plane.iter_mut().for_each(|element| *element = *element + value);
-        }
-    }
     tensor_from(output, [g.batch, g.channels_out, g.out_h, g.out_w], dtype)
 }
 

@@ -245,8 +245,22 @@ where
     let (in_plane, out_plane) = (in_h * in_w, out_h * out_w);
     let mut output = vec![T::zero(); planes * out_plane];
     let mut indices = vec![0i64; planes * out_plane];
+    let two_by_two = [kernel_h, kernel_w, stride_h, stride_w] == [2, 2, 2, 2];
     let pool_plane = |(plane, (output, indices)): (usize, (&mut [T], &mut [i64]))| {
         let input = &x_data[plane * in_plane..][..in_plane];
+        if two_by_two {
+            for (oh, (output_row, indices_row)) in output
+                .chunks_exact_mut(out_w)
+                .zip(indices.chunks_exact_mut(out_w))
+                .enumerate()
+            {
+                let top_start = 2 * oh * in_w;
+                let top = &input[top_start..][..2 * out_w];
+                let bottom = &input[top_start + in_w..][..2 * out_w];
+                max_pool_two_rows(top, bottom, top_start, in_w, output_row, indices_row);
+            }
+            return;
+        }
         for oh in 0..out_h {
             for ow in 0..out_w {
                 let corner = oh * stride_h * in_w + ow * stride_w;
@@ -283,6 +297,45 @@ where
             .for_each(pool_plane);
     }
     (output, indices)
+}
+
+/// One output row of a `2 x 2`, stride 2 max pooling: `top` and `bottom` are the two input
+/// rows (their first `2 * output.len()` elements), `top_start` the top row's offset in its plane
+/// and `row_length` the plane's width, for the indices.
+///
+/// The result equals the general scan's (row-major order, a strictly greater value replaces the
+/// best, a NaN always does), reached branch-free: the best of each row's pair first, then the
+/// bottom's replaces the top's under the same rule. The first maximum in scan order therefore
+/// wins a tie, and the last NaN wins when there are NaNs.
+#[inline]
+fn max_pool_two_rows<T: num_traits::Float>(
+    top: &[T],
+    bottom: &[T],
+    top_start: usize,
+    row_length: usize,
+    output: &mut [T],
+    indices: &mut [i64],
+) {
+    // Indexed loads over slices of one checked length, and the index in `i64` arithmetic: the
+    // shape in which the compiler vectorizes the loop (the iterator form stayed scalar).
+    let columns = output.len().min(indices.len()).min(top.len() / 2).min(bottom.len() / 2);
+    let (top, bottom) = (&top[..2 * columns], &bottom[..2 * columns]);
+    let (output, indices) = (&mut output[..columns], &mut indices[..columns]);
+    let (top_start, row_length) = (top_start as i64, row_length as i64);
+    for column in 0..columns {
+        let (top_left, top_right) = (top[2 * column], top[2 * column + 1]);
+        let (bottom_left, bottom_right) = (bottom[2 * column], bottom[2 * column + 1]);
+        let take_top_right = (top_right > top_left) | top_right.is_nan();
+        let upper = if take_top_right { top_right } else { top_left };
+        let take_bottom_right = (bottom_right > bottom_left) | bottom_right.is_nan();
+        let lower = if take_bottom_right { bottom_right } else { bottom_left };
+        let take_lower = (lower > upper) | lower.is_nan();
+        output[column] = if take_lower { lower } else { upper };
+        let upper_offset = take_top_right as i64;
+        let lower_offset = row_length + take_bottom_right as i64;
+        let offset = if take_lower { lower_offset } else { upper_offset };
+        indices[column] = top_start + 2 * column as i64 + offset;
+    }
 }
 
 /// Generic 3D max pooling with indices implementation.
