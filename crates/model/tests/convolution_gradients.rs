@@ -470,7 +470,10 @@ fn max_pooling_and_its_gradient_match_their_definition() {
     for (number, case) in cases.into_iter().enumerate() {
         let mut input = Array4::random(case.input, 100 + number as u64);
         if case.ties {
-            input.data.iter_mut().for_each(|value| *value = value.abs().min(1.0).round());
+            input
+                .data
+                .iter_mut()
+                .for_each(|value| *value = value.abs().min(1.0).round());
         }
         let [out_h, out_w] = case.output();
         let upstream = Array4::random([case.input[0], case.input[1], out_h, out_w], 200);
