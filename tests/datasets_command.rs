@@ -67,7 +67,7 @@ fn write_fashion_mnist(folder: &Path, count: usize) {
 fn a_cnn_trains_on_cifar10_with_augmentation_and_its_weights_evaluate() {
     let folder = scratch("datasets", "cifar");
     let data = folder.join("cifar-10");
-    // Few and small: the default CNN's backward pass is slow on NdArray in a debug build.
+    // Few and small: the default CNN's backward pass is slow in a debug build.
     write_cifar10(&data, 8);
     let run = folder.join("run");
     let settings = [
@@ -201,6 +201,31 @@ fn datasets_models_and_folders_that_do_not_go_together_are_refused() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("data/mnist") && stderr.contains("cifar-10"),
+        "{stderr}"
+    );
+    assert!(!run.exists());
+
+    // The CNN on NdArray: refused before anything is read or written, the backend to use named.
+    let cifar = folder.join("cifar-10");
+    write_cifar10(&cifar, 4);
+    let output = reclaim([
+        "train".as_ref(),
+        "--backend".as_ref(),
+        "ndarray".as_ref(),
+        "--dataset".as_ref(),
+        "cifar10".as_ref(),
+        "--model".as_ref(),
+        "cnn".as_ref(),
+        "--data".as_ref(),
+        cifar.as_os_str(),
+        "--out".as_ref(),
+        run.as_os_str(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cnn model is not offered for training on the ndarray backend")
+            && stderr.contains("flex"),
         "{stderr}"
     );
     assert!(!run.exists());

@@ -2,6 +2,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use burn::tensor::Device;
+use reclaim_model::ModelKind;
 
 use crate::TrainError;
 
@@ -65,6 +66,23 @@ impl BackendChoice {
             BackendChoice::Flex
         } else {
             BackendChoice::Ndarray
+        }
+    }
+
+    /// Why this backend does not train `model`, or `None` where it does.
+    ///
+    /// NdArray does not train the convolutional network: Burn 0.22.1 computes NdArray's
+    /// convolution gradients in scalar loops, so an epoch of the CNN takes hours where Flex
+    /// takes seconds (docs/benchmarks.md, "The CNN on a CPU"), and Burn marks burn-ndarray
+    /// deprecated in favour of Flex. Evaluating saved weights on NdArray still works.
+    pub fn training_obstacle(self, model: ModelKind) -> Option<&'static str> {
+        match (self, model) {
+            (BackendChoice::Ndarray, ModelKind::Cnn) => Some(
+                "Burn's NdArray computes a convolution's gradients in scalar loops, hours per \
+                 epoch, and Burn deprecates NdArray in favour of Flex; train it on flex (the \
+                 default CPU backend) or wgpu",
+            ),
+            _ => None,
         }
     }
 

@@ -198,6 +198,18 @@ pub enum TrainError {
         /// What was found (`config.json, checkpoints/`).
         found: String,
     },
+    /// A model this backend does not train ([`BackendChoice::training_obstacle`]).
+    ///
+    /// [`BackendChoice::training_obstacle`]: crate::BackendChoice::training_obstacle
+    #[error("the {model} model is not offered for training on the {backend} backend: {reason}")]
+    ModelNotOffered {
+        /// The model asked for.
+        model: reclaim_model::ModelKind,
+        /// The backend asked for.
+        backend: crate::BackendChoice,
+        /// Why, and what to use instead.
+        reason: &'static str,
+    },
     /// A configuration value is out of range.
     #[error("invalid {setting}: {message}")]
     InvalidConfig {

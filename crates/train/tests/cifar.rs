@@ -82,7 +82,7 @@ fn cifar_config(data: &Path, run_folder: &Path) -> TrainConfig {
         learning_rate: 0.05,
         progress: ProgressDisplay::Hidden,
         ..TrainConfig::recipe(
-            BackendChoice::Ndarray,
+            BackendChoice::Flex,
             data.to_path_buf(),
             run_folder.to_path_buf(),
         )

@@ -200,6 +200,15 @@ impl TrainConfig {
         if let Err(error) = self.model.validate() {
             return invalid("model", &error.to_string());
         }
+        let model = self.model.kind();
+        if let Some(reason) = self.backend.training_obstacle(model) {
+            let backend = self.backend;
+            return Err(TrainError::ModelNotOffered {
+                model,
+                backend,
+                reason,
+            });
+        }
         // config.json and every checkpoint record both folders as JSON text.
         for (setting, folder) in [
             ("data folder", &self.data_folder),
@@ -408,5 +417,43 @@ mod tests {
             assert!(error.to_string().contains("data-"), "{error}");
         }
         assert!(config().validate().is_ok());
+    }
+
+    #[test]
+    fn the_cnn_is_refused_on_ndarray_and_only_there() {
+        use reclaim_model::ModelKind;
+        let cnn_on = |backend| TrainConfig {
+            model: ClassifierConfig::default_for(ModelKind::Cnn),
+            ..TrainConfig::recipe(backend, "data".into(), "run".into())
+        };
+        let error = cnn_on(BackendChoice::Ndarray).validate().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                TrainError::ModelNotOffered {
+                    model: ModelKind::Cnn,
+                    backend: BackendChoice::Ndarray,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("cnn") && message.contains("ndarray"),
+            "{message}"
+        );
+        assert!(
+            message.contains("flex"),
+            "names the backend to use: {message}"
+        );
+        for backend in [
+            BackendChoice::Flex,
+            BackendChoice::Wgpu,
+            BackendChoice::Cuda,
+        ] {
+            assert!(cnn_on(backend).validate().is_ok(), "{backend}");
+        }
+        assert!(config().validate().is_ok(), "the MLP on NdArray");
     }
 }
