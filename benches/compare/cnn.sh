@@ -2,7 +2,10 @@
 # The convolutional network's training step, Reclaim (Flex) against PyTorch, side by side:
 # PyTorch's step on data already in memory (cnn_step.py), Reclaim's bare step (the criterion
 # bench `conv_ops`, rows cnn_step/flex/*) and `reclaim train --model cnn` for one epoch on
-# generated CIFAR-10 records, R rounds interleaved, then a table of medians and ranges.
+# generated CIFAR-10 records; then the end-to-end recipe with augmentation, torchvision's CIFAR10
+# + RandomCrop + RandomHorizontalFlip + Normalize through DataLoader (2 workers) into the same
+# CNN (cnn_recipe.py) against `reclaim train --model cnn --augment --standardize`. R rounds
+# interleaved, then two tables of medians and ranges.
 #
 #   benches/compare/cnn.sh [--rounds R] [--records N] [--output FILE]
 #
@@ -63,6 +66,10 @@ for line in sys.stdin:
     (cd "$work" && "$repository/target/release/reclaim" train --dataset cifar10 --data "$work/data" \
         --model cnn --epochs 1 --quiet --out "$work/run-$round" >/dev/null)
     tail -n 1 "$work/run-$round/metrics.jsonl" >>"$work/reclaim_train.jsonl"
+    (cd "$here" && "$python" cnn_recipe.py --root "$work/data" --workers 2) >>"$work/pytorch_recipe.jsonl"
+    (cd "$work" && "$repository/target/release/reclaim" train --dataset cifar10 --data "$work/data" \
+        --model cnn --augment --standardize --epochs 1 --quiet --out "$work/augmented-$round" >/dev/null)
+    tail -n 1 "$work/augmented-$round/metrics.jsonl" >>"$work/reclaim_recipe.jsonl"
 done
 
 "$python" - "$work" "$output" <<'PY'
@@ -89,6 +96,11 @@ for network in ("cifar10", "cifar10_three_blocks", "mnist"):
     train_ratio = f"{statistics.median(train_values) / torch_median:.2f}x" if train_values else "-"
     lines.append(f"| {network} | {cell(pytorch[network])} | {step_cell} | {step_ratio} | {train_cell} | {train_ratio} |")
 table = "\n".join(lines) + "\n\nSamples per second, median (range) of the rounds; ratio: Reclaim / PyTorch.\n"
+recipe_torch, recipe_reclaim = load("pytorch_recipe.jsonl")["cifar10"], load("reclaim_recipe.jsonl")["cifar10"]
+ratio = statistics.median(recipe_reclaim) / statistics.median(recipe_torch)
+table += ("\n| end to end, augmented (cifar10) | PyTorch + torchvision, DataLoader 2 workers | `reclaim train --augment --standardize` | ratio |\n"
+          "|---|---:|---:|---:|\n"
+          f"| one epoch | {cell(recipe_torch)} | {cell(recipe_reclaim)} | {ratio:.2f}x |\n")
 print(table)
 if output:
     open(output, "w").write(table)
