@@ -20,7 +20,7 @@ use reclaim::learner::burn_train::Learner;
 use reclaim::learner::{LearnerClassifier, classification_training, epoch_means, trained_model};
 use reclaim::loader::{BurnLoader, LoaderConfig, PixelFormat, Sampling, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
-use reclaim::model::{Classifier, MlpConfig};
+use reclaim::model::{Classifier, MlpConfig, free_orphaned_autodiff_nodes};
 use reclaim::train::{ReleaseReport, ReleaseStage};
 
 #[global_allocator]
@@ -53,6 +53,8 @@ fn main() -> anyhow::Result<()> {
     report.record(ReleaseStage::DeviceMemoryCleanedUp, measure());
     drop(network);
     report.record(ReleaseStage::ModelDropped, measure());
+    // The parameters' nodes in Burn's autodiff graph outlive the model until a backward pass.
+    free_orphaned_autodiff_nodes(&device);
     device.memory_cleanup(); // after the last owner is gone (docs/memory.md)
     report.record(ReleaseStage::FinalCleanup, measure());
 

@@ -27,7 +27,7 @@ use reclaim::learner::burn_train::Learner;
 use reclaim::learner::{LearnerClassifier, classification_training, epoch_means, trained_model};
 use reclaim::loader::{BurnLoader, ImageSource, LoaderConfig, TensorBatch};
 use reclaim::memory::{CountingAllocator, MemorySnapshot};
-use reclaim::model::{Classifier, ModelKind};
+use reclaim::model::{Classifier, ModelKind, free_orphaned_autodiff_nodes};
 use reclaim::train::{
     PackStatistics, PixelScaling, ReleaseReport, ReleaseStage, model_for_images, photo_augmentation,
 };
@@ -79,6 +79,8 @@ fn main() -> anyhow::Result<()> {
     report.record(ReleaseStage::DeviceMemoryCleanedUp, measure());
     drop(network);
     report.record(ReleaseStage::ModelDropped, measure());
+    // The parameters' nodes in Burn's autodiff graph outlive the model until a backward pass.
+    free_orphaned_autodiff_nodes(&device);
     device.memory_cleanup();
     report.record(ReleaseStage::FinalCleanup, measure());
 

@@ -75,6 +75,7 @@
 //! # Ok::<(), ModelError>(())
 //! ```
 
+mod autodiff_graph;
 mod classifier;
 mod conv_net;
 mod error;
@@ -83,6 +84,7 @@ mod mlp;
 mod seeded;
 mod weights;
 
+pub use autodiff_graph::free_orphaned_autodiff_nodes;
 pub use classifier::{Classifier, ClassifierConfig, ModelKind};
 pub use conv_net::{ConvNet, ConvNetConfig};
 pub use error::ModelError;

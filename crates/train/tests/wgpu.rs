@@ -1,6 +1,7 @@
 //! wgpu without a GPU: a few hundred training steps on whatever adapter wgpu finds (on CI,
 //! Mesa's software Vulkan driver, installed by `.ci/run`). The loss must fall, and the device
-//! pool's bytes in use must drop once the model is gone and `memory_cleanup` has run.
+//! pool's bytes in use must drop to 0 once the model is gone and `memory_cleanup` has run, and
+//! the pool reserve no more than at the baseline.
 
 #![cfg(feature = "wgpu")]
 
@@ -60,6 +61,21 @@ fn training_on_wgpu_lowers_the_loss_and_gives_device_memory_back() {
         reserved(ReleaseStage::FinalCleanup) < reserved(ReleaseStage::ModelDropped),
         "reserved: {} after the model, {} after the final cleanup\n{}",
         reserved(ReleaseStage::ModelDropped),
+        reserved(ReleaseStage::FinalCleanup),
+        run.release.to_markdown()
+    );
+    // Nothing the run allocated on the device is left: no byte in use, and the pool reserves
+    // no more than it did at the baseline (which holds the warm-up's pages).
+    assert_eq!(
+        in_use(ReleaseStage::FinalCleanup),
+        0,
+        "device bytes in use after the final cleanup\n{}",
+        run.release.to_markdown()
+    );
+    assert!(
+        reserved(ReleaseStage::FinalCleanup) <= reserved(ReleaseStage::BeforeLoading),
+        "reserved: {} before loading, {} after the final cleanup\n{}",
+        reserved(ReleaseStage::BeforeLoading),
         reserved(ReleaseStage::FinalCleanup),
         run.release.to_markdown()
     );

@@ -2,8 +2,7 @@
 
 use std::path::Path;
 
-use burn::tensor::{Device, Tensor};
-use reclaim_model::WeightFormat;
+use reclaim_model::{WeightFormat, free_orphaned_autodiff_nodes};
 
 use super::measurement::RunMeasurement;
 use super::resume::TrainingState;
@@ -43,22 +42,4 @@ pub(super) fn release_in_order(
     measurement.device().memory_cleanup();
     measurement.record_release(ReleaseStage::FinalCleanup);
     Ok(())
-}
-
-/// Frees the entries Burn's autodiff graph still keeps for tensors already dropped.
-///
-/// Burn 0.22.1 registers a graph node for every tensor marked as requiring a gradient (a
-/// model's parameters, as soon as they are created on an autodiff device) and sweeps the nodes
-/// of dropped tensors only at the end of a backward pass. A run whose last backward came before
-/// its model was dropped, or whose steps run no backward at all (the fused step), would leave
-/// them behind: the MLP's four parameters' nodes showed in its release report until the sweep
-/// (docs/benchmarks.md, "Why the release sweeps Burn's autodiff graph"). One backward pass on
-/// a one-value tensor of `device`'s autodiff form runs the sweep; the warm-up runs it before
-/// the baseline too, so that the release is compared like with like.
-pub(super) fn free_orphaned_autodiff_nodes(device: &Device) {
-    let autodiff = device.clone().autodiff();
-    let _ = Tensor::<1>::zeros([1], &autodiff)
-        .require_grad()
-        .sum()
-        .backward();
 }

@@ -5,12 +5,11 @@ use std::time::Duration;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use reclaim_loader::{Loader, LoaderConfig, RawImages, Sampling};
-use reclaim_model::Classifier;
+use reclaim_model::{Classifier, free_orphaned_autodiff_nodes};
 
 use super::config::TrainConfig;
 use super::dataset_check::CheckedDataset;
 use super::evaluation::{EVALUATION_BATCH_SIZE, evaluate_source};
-use super::release::free_orphaned_autodiff_nodes;
 use super::steps::{StepLoss, TrainingSteps};
 use crate::{BackendChoice, TrainError};
 

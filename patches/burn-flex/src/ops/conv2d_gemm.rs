@@ -292,6 +292,31 @@ fn for_each_index(count: usize, work: impl Fn(usize) + Send + Sync) {
     (0..count).for_each(work);
 }
 
+/// Runs `work(columns, index)` for each index in `0..count`, in parallel with the `rayon`
+/// feature, where `columns` is a scratch buffer of `scratch_len` elements that `work` may
+/// overwrite: one buffer per rayon job rather than per index, so the buffer is allocated and
+/// zeroed a few times per call instead of once per index. Each buffer is freed when the call
+/// returns.
+fn for_each_index_with_columns<T: ConvElement>(
+    count: usize,
+    scratch_len: usize,
+    work: impl Fn(&mut [T], usize) + Send + Sync,
+) {
+    let scratch = || vec![T::zero(); scratch_len];
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        (0..count)
+            .into_par_iter()
+            .for_each_init(scratch, |columns, index| work(columns, index));
+    }
+    #[cfg(not(feature = "rayon"))]
+    {
+        let mut columns = scratch();
+        (0..count).for_each(|index| work(&mut columns, index));
+    }
+}
+
 /// How many parts to share a sum over `count` items into: one per thread.
 fn partial_sums(count: usize) -> usize {
     #[cfg(feature = "rayon")]
@@ -350,13 +375,14 @@ fn forward<T: ConvElement>(
     let output_pointer = SharedBuffer(output.as_mut_ptr());
     let tiles: Vec<(usize, usize)> = g.row_tiles().collect();
     let rows = g.column_rows();
-    for_each_index(g.batch * tiles.len(), |item| {
+    let scratch_len = rows * g.rows_per_tile() * g.out_w;
+    for_each_index_with_columns(g.batch * tiles.len(), scratch_len, |columns: &mut [T], item| {
         let (sample, tile) = (item / tiles.len(), tiles[item % tiles.len()]);
         let tile_len = (tile.1 - tile.0) * g.out_w;
-        let mut columns = vec![T::zero(); rows * tile_len];
+        let columns = &mut columns[..rows * tile_len];
         for group in 0..g.groups {
             let input = &x_data[(sample * g.channels_in + group * g.channels_per_group()) * g.in_plane()..];
-            fill_columns(&mut columns, input, &g, tile);
+            fill_columns(columns, input, &g, tile);
             let first_channel = sample * g.channels_out + group * g.out_channels_per_group();
             let destination = first_channel * g.out_plane() + tile.0 * g.out_w;
             // SAFETY: this (sample, tile) writes only rows `tile` of its sample's output planes
@@ -465,13 +491,19 @@ fn input_gradient<T: ConvElement>(
     let (w_data, grad_data): (&[T], &[T]) = (weight.storage(), output_grad.storage());
     let rows = g.column_rows();
     let sample_len = g.channels_in * g.in_plane();
-    let mut input_grad = vec![T::zero(); g.batch * sample_len];
+    // Each sample's planes are zeroed by the thread that folds into them (ops/fresh.rs says
+    // why), not by `calloc`.
+    let mut input_grad: Vec<T> = Vec::with_capacity(g.batch * sample_len);
     let input_pointer = SharedBuffer(input_grad.as_mut_ptr());
-    for_each_index(g.batch, |sample| {
-        // SAFETY: sample `sample` alone reads and writes its own planes of the input gradient.
-        let sample_gradient =
-            unsafe { core::slice::from_raw_parts_mut(input_pointer.start().add(sample * sample_len), sample_len) };
-        let mut columns = vec![T::zero(); rows * g.rows_per_tile() * g.out_w];
+    for_each_index_with_columns(g.batch, rows * g.rows_per_tile() * g.out_w, |columns: &mut [T], sample| {
+        // SAFETY: sample `sample` alone writes, then reads, its own planes of the input
+        // gradient, inside the vector's capacity; it zeroes them first (`T` is `Pod`, whose
+        // all-zero bits are a valid value, and zero for the float types here).
+        let sample_gradient = unsafe {
+            let start = input_pointer.start().add(sample * sample_len);
+            core::ptr::write_bytes(start, 0, sample_len);
+            core::slice::from_raw_parts_mut(start, sample_len)
+        };
         for tile in g.row_tiles() {
             let tile_len = (tile.1 - tile.0) * g.out_w;
             for group in 0..g.groups {
@@ -497,6 +529,8 @@ fn input_gradient<T: ConvElement>(
             }
         }
     });
+    // SAFETY: every sample's planes, so every element of the capacity, were zeroed above.
+    unsafe { input_grad.set_len(g.batch * sample_len) };
     tensor_from(input_grad, [x_shape[0], x_shape[1], x_shape[2], x_shape[3]], dtype)
 }
 

@@ -105,6 +105,7 @@ pub mod expand;
 #[cfg(feature = "fft")]
 pub mod fft;
 pub mod flip;
+mod fresh;
 mod float;
 pub mod gather_scatter;
 pub mod grid_sample;

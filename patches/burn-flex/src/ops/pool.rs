@@ -1370,39 +1370,23 @@ where
     let indices_data: &[I] = indices.storage();
 
     let bc_total = batch_size * channels;
-    let mut output = vec![zero; bc_total * spatial_in];
-
-    if spatial_in > 0 && bc_total > 0 {
-        let run_plane = |bc: usize, out_slice: &mut [T]| {
-            let grad_offset = bc * spatial_out;
-            for i in 0..spatial_out {
-                let idx = indices_data[grad_offset + i].elem::<i64>();
-                if idx >= 0 {
-                    let input_idx = idx as usize;
-                    out_slice[input_idx] = T::add(out_slice[input_idx], grad_data[grad_offset + i]);
-                }
-            }
-        };
-
-        #[cfg(feature = "rayon")]
-        if output.len() >= crate::ops::PARALLEL_THRESHOLD && bc_total > 1 {
-            use rayon::prelude::*;
-            output
-                .par_chunks_mut(spatial_in)
-                .enumerate()
-                .for_each(|(bc, out_slice)| run_plane(bc, out_slice));
-        } else {
-            for bc in 0..bc_total {
-                let out_offset = bc * spatial_in;
-                run_plane(bc, &mut output[out_offset..out_offset + spatial_in]);
+    // Each plane is zeroed by the thread that scatters into it (ops/fresh.rs says why).
+    let run_plane = |bc: usize, out_slice: &mut [T]| {
+        let grad_offset = bc * spatial_out;
+        for i in 0..spatial_out {
+            let idx = indices_data[grad_offset + i].elem::<i64>();
+            if idx >= 0 {
+                let input_idx = idx as usize;
+                out_slice[input_idx] = T::add(out_slice[input_idx], grad_data[grad_offset + i]);
             }
         }
-        #[cfg(not(feature = "rayon"))]
-        for bc in 0..bc_total {
-            let out_offset = bc * spatial_in;
-            run_plane(bc, &mut output[out_offset..out_offset + spatial_in]);
-        }
-    }
+    };
+    let len = bc_total * spatial_in;
+    #[cfg(feature = "rayon")]
+    let parallel = len >= crate::ops::PARALLEL_THRESHOLD && bc_total > 1;
+    #[cfg(not(feature = "rayon"))]
+    let parallel = false;
+    let output = crate::ops::fresh::zeroed_parts(len, spatial_in, zero, parallel, run_plane);
 
     let out_shape = Shape::from(vec![batch_size, channels, in_d, in_h, in_w]);
     FlexTensor::new(
