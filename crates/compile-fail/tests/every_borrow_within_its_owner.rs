@@ -1,7 +1,10 @@
-// The control case: the same values, each used within its owner's life, compile (and run).
+//! The control case of the compile-fail tests (`tests/ui/`): the same values, each used within
+//! its owner's life, compile and run, and the loader's pool has its buffers back at the end.
+
 use reclaim_loader::{ImageShape, Loader, LoaderConfig, RawImages};
 
-fn main() {
+#[test]
+fn every_borrow_within_its_owner_compiles_and_runs() {
     let pixels = vec![0u8; 8];
     let labels = vec![0u8; 2];
     let source = RawImages::new(&pixels, &labels, ImageShape::grayscale(2, 2)).unwrap();
