@@ -11,7 +11,8 @@
 //! - `max_pool/SHAPE`: 2 × 2 max pooling of stride 2, forward and backward.
 //! - `cnn_step/NETWORK`: one training step of reclaim-model's `ConvNet` through Burn's
 //!   autodiff and SGD (forward, cross-entropy, backward, update), for CIFAR-10's default
-//!   network, its three-block variant and MNIST's.
+//!   network, its three-block variant and MNIST's, with freed memory kept for reuse
+//!   (`FreedMemoryReuse`) as `reclaim train` keeps it through its epochs.
 //!
 //! Each row's throughput is samples per second. NdArray's rows run only with
 //! `RECLAIM_BENCH_NDARRAY=1` (NdArray's convolution backward is scalar loops: one of its steps
@@ -34,7 +35,7 @@ use burn::tensor::ops::{ConvOptions, MaxPoolOptions};
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use reclaim::model::{ConvNet, ConvNetConfig};
-use reclaim::train::BackendChoice;
+use reclaim::train::{BackendChoice, FreedMemoryReuse};
 
 /// The PyTorch recipe's batch size.
 const BATCH_SIZE: usize = 64;
@@ -245,6 +246,9 @@ fn bench_steps(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>)
         ),
         ("mnist", ConvNetConfig::new()),
     ];
+    // The policy `reclaim train` holds through its epochs: each step's buffers reuse the last
+    // step's pages, whatever the allocator's state when the row starts.
+    let _reuse = FreedMemoryReuse::begin();
     for backend in host_backends() {
         for (name, config) in &networks {
             let device = backend.device().expect("compiled backend").autodiff();

@@ -7,6 +7,8 @@
 //! - [`resident_bytes`]: the resident set and its peak, from `/proc/self/status`.
 //! - [`mapped_bytes_of`], [`mapped_bytes_under`]: the bytes of files mapped into the address
 //!   space, from `/proc/self/maps`.
+//! - [`FreedMemoryReuse`]: for a scope, keep what the process frees in the allocator for
+//!   reuse (a training loop's buffers of several MiB, each step), then hand it all back.
 //! - [`MemorySnapshot`]: all of the above at one moment, with the device's memory pool
 //!   (`burn::tensor::Device::memory_pool_usage`; its `take` needs the default `device`
 //!   feature, without which the crate does not depend on Burn).
@@ -40,11 +42,13 @@
 
 mod allocator;
 mod process;
+mod reuse;
 mod settle;
 mod snapshot;
 
 pub use allocator::{CountingAllocator, allocation_count, live_heap_bytes, peak_heap_bytes};
 pub use process::{mapped_bytes_of, mapped_bytes_under, other_runnable_threads, resident_bytes};
+pub use reuse::{FreedMemoryReuse, REUSED_BUFFER_LIMIT_BYTES};
 pub use settle::{SETTLING_LIMIT, wait_for_settled_process};
 pub use snapshot::MemorySnapshot;
 

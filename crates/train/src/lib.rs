@@ -59,8 +59,8 @@ pub use identity::{IdentityDifference, RunIdentity};
 /// reclaim-dataset, where downloads use it too.
 pub use reclaim_dataset::ProgressDisplay;
 pub use reclaim_memory::{
-    CountingAllocator, MemorySnapshot, live_heap_bytes, mapped_bytes_of, mapped_bytes_under,
-    peak_heap_bytes, resident_bytes, wait_for_settled_process,
+    CountingAllocator, FreedMemoryReuse, MemorySnapshot, live_heap_bytes, mapped_bytes_of,
+    mapped_bytes_under, peak_heap_bytes, resident_bytes, wait_for_settled_process,
 };
 /// The run folder's records, defined in reclaim-records (which `reclaim-report` reads without
 /// Burn) and re-exported here for the trainer's callers.

@@ -9,6 +9,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use indicatif::ProgressBar;
 use reclaim_loader::{Epoch, ImageSource, Loader, LoaderState};
+use reclaim_memory::FreedMemoryReuse;
 use reclaim_model::Classifier;
 
 use super::config::TrainConfig;
@@ -66,6 +67,9 @@ pub(super) fn train_epochs(
     let loader_config = run.config.training_loader_config(data.train().len());
     std::thread::scope(|scope| {
         let loader = Loader::new(data.train(), loader_config)?;
+        // Each step's buffers reuse the previous step's pages (reclaim-memory says why); an
+        // early return drops the guard like the end of the epochs does.
+        let reuse = FreedMemoryReuse::begin();
         while (run.progress.loader_state.epoch as usize) < run.config.last_epoch() {
             if run.config.cancellation.is_cancelled() {
                 let partial = run.progress.partial_epoch;
@@ -73,6 +77,8 @@ pub(super) fn train_epochs(
             }
             state = run_one_epoch(run, &loader, scope, data.test(), state)?;
         }
+        // The kept pages go back to the kernel before the release is measured.
+        drop(reuse);
         run.measurement.record_release(ReleaseStage::Trained);
         Ok((state, loader.memory_report().peak_bytes))
     })
