@@ -371,7 +371,11 @@ fn forward<T: ConvElement>(
     let (x_data, w_data): (&[T], &[T]) = (x.storage(), weight.storage());
     let bias = bias.map(|bias| bias.to_contiguous());
     let bias_data: Option<&[T]> = bias.as_ref().map(|bias| bias.storage());
-    let mut output = vec![T::zero(); g.batch * g.channels_out * g.out_plane()];
+    // Not zeroed: each (sample, tile, group) product below overwrites its part of the output
+    // without reading it (`accumulate` false; with no input channels, gemm writes zeros), and
+    // the parts cover the whole buffer.
+    let output_len = g.batch * g.channels_out * g.out_plane();
+    let mut output: Vec<T> = Vec::with_capacity(output_len);
     let output_pointer = SharedBuffer(output.as_mut_ptr());
     let tiles: Vec<(usize, usize)> = g.row_tiles().collect();
     let rows = g.column_rows();
@@ -416,6 +420,8 @@ fn forward<T: ConvElement>(
             }
         }
     });
+    // SAFETY: every element of the capacity was written by one product above.
+    unsafe { output.set_len(output_len) };
     tensor_from(output, [g.batch, g.channels_out, g.out_h, g.out_w], dtype)
 }
 

@@ -243,8 +243,6 @@ where
     T: bytemuck::Pod + Copy + PartialOrd + Send + Sync + Element + num_traits::Float,
 {
     let (in_plane, out_plane) = (in_h * in_w, out_h * out_w);
-    let mut output = vec![T::zero(); planes * out_plane];
-    let mut indices = vec![0i64; planes * out_plane];
     let two_by_two = [kernel_h, kernel_w, stride_h, stride_w] == [2, 2, 2, 2];
     let pool_plane = |(plane, (output, indices)): (usize, (&mut [T], &mut [i64]))| {
         let input = &x_data[plane * in_plane..][..in_plane];
@@ -279,24 +277,11 @@ where
             }
         }
     };
-    if out_plane > 0 {
-        #[cfg(feature = "rayon")]
-        {
-            use rayon::prelude::*;
-            output
-                .par_chunks_mut(out_plane)
-                .zip(indices.par_chunks_mut(out_plane))
-                .enumerate()
-                .for_each(pool_plane);
-        }
-        #[cfg(not(feature = "rayon"))]
-        output
-            .chunks_mut(out_plane)
-            .zip(indices.chunks_mut(out_plane))
-            .enumerate()
-            .for_each(pool_plane);
-    }
-    (output, indices)
+    // Each plane's values and indices are zeroed by the thread that then writes them, not by
+    // `calloc` on the calling thread (ops/fresh.rs says why).
+    crate::ops::fresh::zeroed_part_pairs(planes * out_plane, out_plane, (T::zero(), 0i64), |plane, parts| {
+        pool_plane((plane, parts))
+    })
 }
 
 /// One output row of a `2 x 2`, stride 2 max pooling: `top` and `bottom` are the two input
