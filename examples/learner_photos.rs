@@ -26,7 +26,7 @@ use reclaim::dataset::{PackDataset, PackSplits};
 use reclaim::learner::burn_train::Learner;
 use reclaim::learner::{LearnerClassifier, classification_training, epoch_means, trained_model};
 use reclaim::loader::{BurnLoader, ImageSource, LoaderConfig, TensorBatch};
-use reclaim::memory::{CountingAllocator, MemorySnapshot};
+use reclaim::memory::{CountingAllocator, FreedMemoryReuse, MemorySnapshot};
 use reclaim::model::{Classifier, ModelKind, free_orphaned_autodiff_nodes};
 use reclaim::train::{
     PackStatistics, PixelScaling, ReleaseReport, ReleaseStage, model_for_images, photo_augmentation,
@@ -154,6 +154,9 @@ fn train(
         .with_momentum(Some(MomentumConfig::new().with_momentum(0.9)))
         .init();
     let learner = Learner::new(LearnerClassifier::new(network), optimizer, 0.01);
+    // Each step's multi-MiB buffers reuse the last step's pages, as in `reclaim train`; handed
+    // back to the kernel when the training returns, before the release is measured.
+    let reuse = FreedMemoryReuse::begin();
     let result = classification_training(
         run_folder,
         Arc::clone(&loaders.training),
@@ -161,5 +164,6 @@ fn train(
     )
     .num_epochs(epochs)
     .launch(learner);
+    drop(reuse);
     Ok(trained_model(result)?.into_network())
 }

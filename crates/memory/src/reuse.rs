@@ -2,18 +2,22 @@
 //!
 //! A training step on a CPU backend allocates and frees buffers of several MiB (a batch's
 //! activations, their gradients, the columns of a convolution). glibc's allocator maps each
-//! buffer above its threshold (128 KiB at first, raised as large buffers are freed, never past
-//! 32 MiB) with `mmap` and unmaps it on `free`, and gives the top of its heap back to the kernel
-//! once more than twice that threshold lies free there. Either way the next step's buffer of the
-//! same size comes back as fresh pages: a page fault for each 4 KiB on first write, and, for an
-//! unmapped buffer, a flush of its translations on every core (an inter-processor interrupt,
+//! buffer above its threshold (128 KiB at first, raised to the size of each larger mapped buffer
+//! freed, never past 32 MiB) with `mmap` and unmaps it on `free`, and gives the top of its heap
+//! back to the kernel once more than its trim threshold lies free there (128 KiB at first, twice
+//! the mapping threshold once that has been raised). Either way the next step's buffer of the
+//! same size can come back as fresh pages: a page fault for each 4 KiB on first write, and, for
+//! an unmapped buffer, a flush of its translations on every core (an inter-processor interrupt,
 //! slow in a virtual machine). How often that happens depends on which buffers the process
 //! happened to free first, so the same step's time varies from run to run.
 //!
 //! [`FreedMemoryReuse`] fixes the allocator's policy for a scope: buffers up to 32 MiB come
 //! from the heap, and what is freed stays there for reuse. When the last guard is dropped, the
-//! policy goes back to glibc's defaults and everything the heap holds free is handed back to
-//! the kernel (`malloc_trim`), so a release measured after the scope sees the memory go.
+//! heap's free top is trimmed again past 128 KiB and everything the heap holds free is handed
+//! back to the kernel at once (`malloc_trim`), so a release measured after the scope sees the
+//! memory go. Buffers up to 32 MiB keep coming from the heap after the scope: glibc cannot be
+//! put back to its adaptive threshold once a program has set one, and this is where that
+//! threshold would have ended after the first large buffer freed.
 
 use std::sync::Mutex;
 
@@ -35,20 +39,27 @@ static HOLDERS: Mutex<usize> = Mutex::new(0);
 ///
 /// The policy is process-wide, like the allocator: while a guard is alive, frees anywhere in
 /// the process are kept. Live heap bytes ([`live_heap_bytes`](crate::live_heap_bytes)) do not
-/// change; the resident set stays near its peak until the last guard is dropped.
+/// change; the resident set stays near its peak until the last guard is dropped. After that,
+/// the heap's free top goes back to the kernel past 128 KiB, as at the program's start, while
+/// buffers up to [`REUSED_BUFFER_LIMIT_BYTES`] still come from the heap (the module's
+/// documentation says why); memory freed in the middle of the heap after the drop stays with
+/// the allocator until a later trim, as it would without any guard.
 ///
 /// ```
-/// let resident_before = reclaim_memory::resident_bytes();
+/// use reclaim_memory::FreedMemoryReuse;
+///
 /// {
-///     let _reuse = reclaim_memory::FreedMemoryReuse::begin();
+///     let _reuse = FreedMemoryReuse::begin();
+///     assert!(FreedMemoryReuse::is_active());
 ///     for _ in 0..3 {
 ///         // The second and third buffers reuse the first one's pages.
 ///         let buffer = vec![1u8; 8 << 20];
 ///         assert_eq!(buffer[4096], 1);
 ///     }
 /// }
-/// // Dropped: what the heap kept free has gone back to the kernel.
-/// # let _ = resident_before;
+/// // Dropped: the heap's free top is trimmed again, and what it kept free has gone back to the
+/// // kernel.
+/// assert!(!FreedMemoryReuse::is_active());
 /// ```
 #[derive(Debug)]
 #[must_use = "the policy ends when the guard is dropped"]
@@ -94,16 +105,20 @@ impl Drop for FreedMemoryReuse {
 mod platform {
     use super::REUSED_BUFFER_LIMIT_BYTES;
 
-    /// glibc's initial thresholds (`DEFAULT_MMAP_THRESHOLD_MIN`, `DEFAULT_TRIM_THRESHOLD`).
-    const GLIBC_DEFAULT_THRESHOLD_BYTES: libc::c_int = 128 * 1024;
+    /// glibc's initial trim threshold (`DEFAULT_TRIM_THRESHOLD`).
+    const GLIBC_DEFAULT_TRIM_THRESHOLD_BYTES: libc::c_int = 128 * 1024;
 
     /// The largest value `M_TRIM_THRESHOLD` takes: the heap's free top is then never trimmed.
     const NEVER_TRIM: libc::c_int = libc::c_int::MAX;
 
     pub(super) fn keep_freed_memory() {
-        // SAFETY: `mallopt` has no preconditions; glibc takes its arena lock while it changes
-        // the parameter. A value it refuses leaves the parameter as it was (returns 0), which
-        // only means less reuse.
+        // SAFETY: `mallopt` has no memory-safety preconditions. It takes the main arena's lock
+        // and writes word-sized parameters that other threads' `malloc` and `free` read without
+        // a lock (glibc's manual marks it MT-Unsafe for that reason, `const:mallopt`); glibc's
+        // own `free` writes the same two parameters the same way when it raises its adaptive
+        // threshold, so a concurrent reader sees the old or the new value, either a valid
+        // policy. A value it refuses leaves the parameter as it was (it returns 0), which only
+        // means less reuse.
         unsafe {
             libc::mallopt(
                 libc::M_MMAP_THRESHOLD,
@@ -114,11 +129,10 @@ mod platform {
     }
 
     pub(super) fn return_freed_memory() {
-        // SAFETY: as above for `mallopt`; `malloc_trim` has no preconditions either, and locks
-        // each arena while it gives that arena's free pages back.
+        // SAFETY: as above for `mallopt`; `malloc_trim` has no preconditions and takes each
+        // arena's lock while it gives that arena's free pages back.
         unsafe {
-            libc::mallopt(libc::M_TRIM_THRESHOLD, GLIBC_DEFAULT_THRESHOLD_BYTES);
-            libc::mallopt(libc::M_MMAP_THRESHOLD, GLIBC_DEFAULT_THRESHOLD_BYTES);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, GLIBC_DEFAULT_TRIM_THRESHOLD_BYTES);
             libc::malloc_trim(0);
         }
     }
@@ -130,18 +144,5 @@ mod platform {
     pub(super) fn return_freed_memory() {}
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overlapping_guards_keep_the_policy_until_the_last_is_dropped() {
-        let first = FreedMemoryReuse::begin();
-        let second = FreedMemoryReuse::begin();
-        drop(first);
-        assert!(FreedMemoryReuse::is_active());
-        drop(second);
-        // This is the only unit test of the crate that holds a guard.
-        assert!(!FreedMemoryReuse::is_active());
-    }
-}
+// Tested in `tests/reuse.rs`, a binary without libtest's harness: the policy, the page faults
+// and the resident set are the whole process's, which libtest's parallel tests would share.

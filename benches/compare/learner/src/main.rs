@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use burn::data::dataloader::DataLoader;
+use burn::module::Module;
 use burn::optim::SgdConfig;
 use burn::tensor::Device;
 use clap::{Parser, ValueEnum};
@@ -221,10 +222,13 @@ fn new_run_folder(folder: &Path) -> anyhow::Result<()> {
 }
 
 /// The MLP both jobs start from, made trainable on the autodiff counterpart of `device`
-/// (as `LearnerClassifier::new` does).
+/// (as `LearnerClassifier::new` does: burn-train's `fork` keeps gradient tracking only where
+/// the parameters already have it).
 fn initial_network(device: &Device) -> Mlp {
-    let network = MlpConfig::new().init_seeded(device, 42);
-    reclaim::learner::LearnerClassifier::new(network).into_network()
+    MlpConfig::new()
+        .init_seeded(device, 42)
+        .fork(&device.clone().autodiff())
+        .train()
 }
 
 /// `launch`es `learner` on the two loaders with the recipe's epochs, burn-train's accuracy and

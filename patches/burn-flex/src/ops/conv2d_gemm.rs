@@ -371,11 +371,15 @@ fn forward<T: ConvElement>(
     let (x_data, w_data): (&[T], &[T]) = (x.storage(), weight.storage());
     let bias = bias.map(|bias| bias.to_contiguous());
     let bias_data: Option<&[T]> = bias.as_ref().map(|bias| bias.storage());
-    // Not zeroed: each (sample, tile, group) product below overwrites its part of the output
-    // without reading it (`accumulate` false; with no input channels, gemm writes zeros), and
-    // the parts cover the whole buffer.
+    // Each (sample, tile, group) product below overwrites its part of the output without
+    // reading it (`accumulate` false; with no input channels, gemm writes zeros). The parts
+    // cover the whole buffer when the groups share the output channels evenly, and then it is
+    // not zeroed first; otherwise (which Burn's checks allow) it is, so that the channels past
+    // the last whole group read as zero.
     let output_len = g.batch * g.channels_out * g.out_plane();
-    let mut output: Vec<T> = Vec::with_capacity(output_len);
+    let products_cover_output = g.channels_out % g.groups == 0;
+    let mut output: Vec<T> =
+        if products_cover_output { Vec::with_capacity(output_len) } else { vec![T::zero(); output_len] };
     let output_pointer = SharedBuffer(output.as_mut_ptr());
     let tiles: Vec<(usize, usize)> = g.row_tiles().collect();
     let rows = g.column_rows();
@@ -420,8 +424,11 @@ fn forward<T: ConvElement>(
             }
         }
     });
-    // SAFETY: every element of the capacity was written by one product above.
-    unsafe { output.set_len(output_len) };
+    if products_cover_output {
+        // SAFETY: the groups share the output channels evenly, so every element of the
+        // capacity was written by one product above.
+        unsafe { output.set_len(output_len) };
+    }
     tensor_from(output, [g.batch, g.channels_out, g.out_h, g.out_w], dtype)
 }
 
