@@ -21,46 +21,20 @@ pub(crate) fn zeroed_parts<T: Copy + Send + Sync>(
     parallel: bool,
     work: impl Fn(usize, &mut [T]) + Send + Sync,
 ) -> Vec<T> {
-    let mut data: Vec<T> = Vec::with_capacity(len);
-    if len == 0 {
-        return data;
-    }
-    let part_len = part_len.clamp(1, len);
-    let run = |(index, part): (usize, &mut [MaybeUninit<T>])| {
-        part.iter_mut().for_each(|element| {
-            element.write(zero);
-        });
-        // SAFETY: every element of `part` was initialized just above, and `MaybeUninit<T>`
-        // has `T`'s layout.
-        let part = unsafe { &mut *(part as *mut [MaybeUninit<T>] as *mut [T]) };
-        work(index, part);
-    };
-    let spare = &mut data.spare_capacity_mut()[..len];
-    #[cfg(feature = "rayon")]
-    if parallel {
-        use rayon::prelude::*;
-        spare.par_chunks_mut(part_len).enumerate().for_each(run);
-    } else {
-        spare.chunks_mut(part_len).enumerate().for_each(run);
-    }
-    #[cfg(not(feature = "rayon"))]
-    {
-        let _ = parallel;
-        spare.chunks_mut(part_len).enumerate().for_each(run);
-    }
-    // SAFETY: the parts cover `0..len`, and each was initialized by `run` (a panic in `work`
-    // unwinds past this line, leaving the vector empty).
-    unsafe { data.set_len(len) };
-    data
+    // The second vector holds `()`, which takes no memory: one vector's parts, through the same
+    // code as the pairs.
+    zeroed_part_pairs(len, part_len, (zero, ()), parallel, |index, (part, _)| work(index, part)).0
 }
 
-/// Two vectors of `len` elements cut into parts of `part_len` alike, each pair of parts set to
-/// `zeros` and then handed to `work(part_index, (first_part, second_part))`, on rayon's pool
-/// where compiled in: a kernel that writes a value and its index for each output element.
+/// Two vectors of `len` elements cut into parts of `part_len` alike (the last one shorter), each
+/// pair of parts set to `zeros` and then handed to `work(part_index, (first_part, second_part))`,
+/// on rayon's pool where compiled in and `parallel` is true: a kernel that writes a value and its
+/// index for each output element.
 pub(crate) fn zeroed_part_pairs<A: Copy + Send + Sync, B: Copy + Send + Sync>(
     len: usize,
     part_len: usize,
     zeros: (A, B),
+    parallel: bool,
     work: impl Fn(usize, (&mut [A], &mut [B])) + Send + Sync,
 ) -> (Vec<A>, Vec<B>) {
     let (mut first, mut second): (Vec<A>, Vec<B>) = (Vec::with_capacity(len), Vec::with_capacity(len));
@@ -88,16 +62,21 @@ pub(crate) fn zeroed_part_pairs<A: Copy + Send + Sync, B: Copy + Send + Sync>(
     let first_spare = &mut first.spare_capacity_mut()[..len];
     let second_spare = &mut second.spare_capacity_mut()[..len];
     #[cfg(feature = "rayon")]
-    {
+    if parallel {
         use rayon::prelude::*;
         first_spare
             .par_chunks_mut(part_len)
             .zip(second_spare.par_chunks_mut(part_len))
             .enumerate()
             .for_each(run);
+    } else {
+        first_spare.chunks_mut(part_len).zip(second_spare.chunks_mut(part_len)).enumerate().for_each(run);
     }
     #[cfg(not(feature = "rayon"))]
-    first_spare.chunks_mut(part_len).zip(second_spare.chunks_mut(part_len)).enumerate().for_each(run);
+    {
+        let _ = parallel;
+        first_spare.chunks_mut(part_len).zip(second_spare.chunks_mut(part_len)).enumerate().for_each(run);
+    }
     // SAFETY: the parts of both cover `0..len`, and each was initialized by `run` (a panic in
     // `work` unwinds past these lines, leaving the vectors empty).
     unsafe {
@@ -113,7 +92,7 @@ mod tests {
 
     #[test]
     fn both_vectors_start_at_zero_part_by_part() {
-        let (values, indices) = zeroed_part_pairs(7, 3, (0.0f32, 0i64), |index, (values, indices)| {
+        let (values, indices) = zeroed_part_pairs(7, 3, (0.0f32, 0i64), true, |index, (values, indices)| {
             assert!(values.iter().all(|&value| value == 0.0) && indices.iter().all(|&i| i == 0));
             assert_eq!(values.len(), indices.len());
             values[0] = index as f32 + 1.0;
@@ -121,7 +100,7 @@ mod tests {
         });
         assert_eq!(values, [1.0, 0.0, 0.0, 2.0, 0.0, 0.0, 3.0]);
         assert_eq!(indices, [0, 0, 10, 0, 0, 11, 12]);
-        let (empty_values, empty_indices) = zeroed_part_pairs(0, 3, (0u8, 0u8), |_, _| unreachable!());
+        let (empty_values, empty_indices) = zeroed_part_pairs(0, 3, (0u8, 0u8), true, |_, _| unreachable!());
         assert!(empty_values.is_empty() && empty_indices.is_empty());
     }
 

@@ -279,7 +279,7 @@ where
     };
     // Each plane's values and indices are zeroed by the thread that then writes them, not by
     // `calloc` on the calling thread (ops/fresh.rs says why).
-    crate::ops::fresh::zeroed_part_pairs(planes * out_plane, out_plane, (T::zero(), 0i64), |plane, parts| {
+    crate::ops::fresh::zeroed_part_pairs(planes * out_plane, out_plane, (T::zero(), 0i64), true, |plane, parts| {
         pool_plane((plane, parts))
     })
 }
