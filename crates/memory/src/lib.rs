@@ -4,7 +4,8 @@
 //!   [`live_heap_bytes`] and [`peak_heap_bytes`].
 //! - [`wait_for_settled_process`]: before an exact reading, let the other threads finish
 //!   allocating or dropping and go to sleep ([`other_runnable_threads`] reads their states).
-//! - [`resident_bytes`]: the resident set and its peak, from `/proc/self/status`.
+//! - [`resident_bytes`]: the resident set and its peak, from `/proc/self/status`;
+//!   [`minor_page_faults`], from `/proc/self/stat`.
 //! - [`mapped_bytes_of`], [`mapped_bytes_under`]: the bytes of files mapped into the address
 //!   space, from `/proc/self/maps`.
 //! - [`FreedMemoryReuse`]: for a scope, keep what the process frees in the allocator for
@@ -47,7 +48,9 @@ mod settle;
 mod snapshot;
 
 pub use allocator::{CountingAllocator, allocation_count, live_heap_bytes, peak_heap_bytes};
-pub use process::{mapped_bytes_of, mapped_bytes_under, other_runnable_threads, resident_bytes};
+pub use process::{
+    mapped_bytes_of, mapped_bytes_under, minor_page_faults, other_runnable_threads, resident_bytes,
+};
 pub use reuse::{FreedMemoryReuse, REUSED_BUFFER_LIMIT_BYTES};
 pub use settle::{SETTLING_LIMIT, wait_for_settled_process};
 pub use snapshot::MemorySnapshot;

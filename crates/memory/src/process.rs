@@ -82,17 +82,40 @@ pub fn other_runnable_threads() -> Option<usize> {
     Some(runnable)
 }
 
-/// The state letter of a `/proc/<pid>/task/<id>/stat` line (`id (name) S ...`). The name may
-/// hold spaces and parentheses, so the state is read after the last `)`.
+/// Minor page faults of this process so far (`minflt`, the tenth field of `/proc/self/stat`):
+/// first touches of pages that needed no disk read, as a fresh heap or mapped buffer costs.
+/// `None` where `/proc` cannot say (not Linux).
+pub fn minor_page_faults() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the name: the state (field 3), then fields 4 to 9, then `minflt`.
+    stat_fields_after_name(&stat)?.nth(7)?.parse().ok()
+}
+
+/// The state letter of a `/proc/<pid>/task/<id>/stat` line (`id (name) S ...`).
 fn thread_state(stat: &str) -> Option<char> {
+    stat_fields_after_name(stat)?.next()?.chars().next()
+}
+
+/// The fields of a `/proc/.../stat` line after the command name, from the state on. The name
+/// may hold spaces and parentheses, so the fields are read after the last `)`.
+fn stat_fields_after_name(stat: &str) -> Option<impl Iterator<Item = &str>> {
     let (_, after_name) = stat.rsplit_once(')')?;
-    after_name.trim_start().chars().next()
+    Some(after_name.split_ascii_whitespace())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn the_fields_after_a_name_with_spaces_and_parentheses_are_counted_from_the_state() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 1234 0 0 0";
+        assert_eq!(thread_state(stat), Some('S'));
+        assert_eq!(stat_fields_after_name(stat).unwrap().nth(7), Some("1234"));
+        assert!(stat_fields_after_name("no name here").is_none());
+        assert!(minor_page_faults().expect("Linux has /proc/self/stat") > 0);
+    }
 
     #[test]
     fn resident_bytes_are_positive_and_peak_is_at_least_current() {

@@ -3,7 +3,7 @@
 //! scenarios on the main thread alone: libtest would run other tests as threads of this process,
 //! allocating and faulting beside the measured code.
 
-use reclaim_memory::{FreedMemoryReuse, resident_bytes};
+use reclaim_memory::{FreedMemoryReuse, minor_page_faults, resident_bytes};
 
 /// A buffer as large as a batch's activations in the CNN's first block (64 × 32 × 32 × 32 f32).
 const BUFFER_BYTES: usize = 8 << 20;
@@ -79,13 +79,5 @@ fn faults_of_one_buffer() -> u64 {
 }
 
 fn minor_faults() -> u64 {
-    // /proc/self/stat's tenth field: minor faults of the process (the command name, the second
-    // field, is in parentheses and may hold spaces, so the fields are counted after it).
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("Linux has /proc/self/stat");
-    let after_name = &stat[stat.rfind(')').expect("a command name in parentheses") + 2..];
-    after_name
-        .split(' ')
-        .nth(7)
-        .and_then(|field| field.parse().ok())
-        .expect("a count of minor faults")
+    minor_page_faults().expect("Linux has /proc/self/stat")
 }
