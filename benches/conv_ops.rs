@@ -59,8 +59,9 @@ impl ConvShape {
     }
 }
 
-/// The convolutions of the default CNN on CIFAR-10, then on MNIST.
-const CONV_SHAPES: [ConvShape; 4] = [
+/// The convolutions of the default CNN on CIFAR-10 and on MNIST, the third block of the
+/// three-block network on CIFAR-10, and the second and third blocks on 64 × 64 photos.
+const CONV_SHAPES: [ConvShape; 7] = [
     ConvShape {
         input_channels: 3,
         output_channels: 32,
@@ -80,6 +81,21 @@ const CONV_SHAPES: [ConvShape; 4] = [
         input_channels: 32,
         output_channels: 64,
         side: 14,
+    },
+    ConvShape {
+        input_channels: 64,
+        output_channels: 128,
+        side: 8,
+    },
+    ConvShape {
+        input_channels: 32,
+        output_channels: 64,
+        side: 32,
+    },
+    ConvShape {
+        input_channels: 64,
+        output_channels: 128,
+        side: 16,
     },
 ];
 

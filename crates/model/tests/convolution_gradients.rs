@@ -133,6 +133,31 @@ fn cases() -> Vec<ConvCase> {
             dilation: [1, 1],
             groups: 1,
         },
+        // Channels and width enough for Flex's Winograd path (3 x 3, stride 1), batch 1, an
+        // odd height: tiles that cross the output's edge.
+        ConvCase {
+            batch: 1,
+            channels_in: 16,
+            channels_out: 17,
+            input: [7, 33],
+            kernel: [3, 3],
+            stride: [1, 1],
+            padding: symmetric([1, 1]),
+            dilation: [1, 1],
+            groups: 1,
+        },
+        // The same path with no padding and asymmetric padding, two samples.
+        ConvCase {
+            batch: 2,
+            channels_in: 17,
+            channels_out: 16,
+            input: [6, 34],
+            kernel: [3, 3],
+            stride: [1, 1],
+            padding: [(0, 2), (1, 0)],
+            dilation: [1, 1],
+            groups: 1,
+        },
     ]
 }
 

@@ -37,6 +37,8 @@ use crate::{FlexTensor, Layout};
 
 use super::conv_common::{convert_bf16_to_f32, convert_f32_to_bf16};
 
+mod winograd;
+
 /// The most elements of one tile of columns (1 MiB of f32): small enough to stay in a core's
 /// L2 cache with the GEMM's packed panels, large enough for the GEMM to run at full speed.
 const COLUMN_TILE_ELEMENTS: usize = 256 * 1024;
@@ -45,11 +47,20 @@ const COLUMN_TILE_ELEMENTS: usize = 256 * 1024;
 pub(crate) trait ConvElement:
     bytemuck::Pod + num_traits::Float + Send + Sync + burn_backend::Element + 'static
 {
+    /// Whether 3 x 3 convolutions may go through [`winograd`], whose transforms add
+    /// intermediate values that f16's precision would round too far.
+    const WINOGRAD: bool;
 }
 
-impl ConvElement for f32 {}
-impl ConvElement for f64 {}
-impl ConvElement for f16 {}
+impl ConvElement for f32 {
+    const WINOGRAD: bool = true;
+}
+impl ConvElement for f64 {
+    const WINOGRAD: bool = true;
+}
+impl ConvElement for f16 {
+    const WINOGRAD: bool = false;
+}
 
 /// The sizes of one 2D convolution, read from its tensors' shapes and its options.
 #[derive(Clone, Copy, Debug)]
@@ -381,6 +392,30 @@ fn forward<T: ConvElement>(
     let mut output: Vec<T> =
         if products_cover_output { Vec::with_capacity(output_len) } else { vec![T::zero(); output_len] };
     let output_pointer = SharedBuffer(output.as_mut_ptr());
+    if winograd::applies::<T>(&g) {
+        winograd::forward(output_pointer, x_data, w_data, bias_data, &g);
+    } else {
+        forward_by_columns(output_pointer, x_data, w_data, bias_data, &g);
+    }
+    if products_cover_output {
+        // SAFETY: the groups share the output channels evenly, so every element of the
+        // capacity was written by one product above (or, through Winograd's transforms, by
+        // one tile, and there is one group).
+        unsafe { output.set_len(output_len) };
+    }
+    tensor_from(output, [g.batch, g.channels_out, g.out_h, g.out_w], dtype)
+}
+
+/// The forward pass by columns into `output` (`[batch, channels_out, out_h, out_w]`): every
+/// element written once where the groups share the output channels evenly, the rest left as
+/// they were.
+fn forward_by_columns<T: ConvElement>(
+    output_pointer: SharedBuffer<T>,
+    x_data: &[T],
+    w_data: &[T],
+    bias_data: Option<&[T]>,
+    g: &Geometry,
+) {
     let tiles: Vec<(usize, usize)> = g.row_tiles().collect();
     let rows = g.column_rows();
     let scratch_len = rows * g.rows_per_tile() * g.out_w;
@@ -390,7 +425,7 @@ fn forward<T: ConvElement>(
         let columns = &mut columns[..rows * tile_len];
         for group in 0..g.groups {
             let input = &x_data[(sample * g.channels_in + group * g.channels_per_group()) * g.in_plane()..];
-            fill_columns(columns, input, &g, tile);
+            fill_columns(columns, input, g, tile);
             let first_channel = sample * g.channels_out + group * g.out_channels_per_group();
             let destination = first_channel * g.out_plane() + tile.0 * g.out_w;
             // SAFETY: this (sample, tile) writes only rows `tile` of its sample's output planes
@@ -424,12 +459,6 @@ fn forward<T: ConvElement>(
             }
         }
     });
-    if products_cover_output {
-        // SAFETY: the groups share the output channels evenly, so every element of the
-        // capacity was written by one product above.
-        unsafe { output.set_len(output_len) };
-    }
-    tensor_from(output, [g.batch, g.channels_out, g.out_h, g.out_w], dtype)
 }
 
 /// The gradient of the weight: `[channels_out, channels_per_group, kernel_h, kernel_w]`.
@@ -444,6 +473,10 @@ fn weight_gradient<T: ConvElement>(
     let grad_shape = output_grad.layout().shape().to_vec();
     let g = Geometry::new(x.layout().shape(), weight_shape, [grad_shape[2], grad_shape[3]], options);
     let (x_data, grad_data): (&[T], &[T]) = (x.storage(), output_grad.storage());
+    let shape = [weight_shape[0], weight_shape[1], weight_shape[2], weight_shape[3]];
+    if winograd::applies::<T>(&g) {
+        return tensor_from(winograd::weight_gradient(x_data, grad_data, &g), shape, dtype);
+    }
     let rows = g.column_rows();
     let weight_len = g.channels_out * rows;
     let parts = partial_sums(g.batch);
@@ -486,7 +519,6 @@ fn weight_gradient<T: ConvElement>(
         total.iter_mut().zip(partial).for_each(|(sum, &value)| *sum = *sum + value);
     }
     partials.truncate(weight_len);
-    let shape = [weight_shape[0], weight_shape[1], weight_shape[2], weight_shape[3]];
     tensor_from(partials, shape, dtype)
 }
 
@@ -502,12 +534,32 @@ fn input_gradient<T: ConvElement>(
     let grad_shape = output_grad.layout().shape().to_vec();
     let g = Geometry::new(x_shape, weight.layout().shape(), [grad_shape[2], grad_shape[3]], options);
     let (w_data, grad_data): (&[T], &[T]) = (weight.storage(), output_grad.storage());
-    let rows = g.column_rows();
     let sample_len = g.channels_in * g.in_plane();
     // Each sample's planes are zeroed by the thread that folds into them (ops/fresh.rs says
     // why), not by `calloc`.
     let mut input_grad: Vec<T> = Vec::with_capacity(g.batch * sample_len);
     let input_pointer = SharedBuffer(input_grad.as_mut_ptr());
+    if winograd::applies::<T>(&g) {
+        winograd::input_gradient(input_pointer, w_data, grad_data, &g);
+    } else {
+        input_gradient_by_columns(input_pointer, w_data, grad_data, &g);
+    }
+    // SAFETY: every sample's planes, so every element of the capacity, were zeroed by the
+    // thread that summed into them.
+    unsafe { input_grad.set_len(g.batch * sample_len) };
+    tensor_from(input_grad, [x_shape[0], x_shape[1], x_shape[2], x_shape[3]], dtype)
+}
+
+/// The gradient of the input by columns into `input_pointer` (`x`'s shape, not yet
+/// initialised): each sample's planes zeroed, then summed into, by one thread.
+fn input_gradient_by_columns<T: ConvElement>(
+    input_pointer: SharedBuffer<T>,
+    w_data: &[T],
+    grad_data: &[T],
+    g: &Geometry,
+) {
+    let rows = g.column_rows();
+    let sample_len = g.channels_in * g.in_plane();
     for_each_index_with_columns(g.batch, rows * g.rows_per_tile() * g.out_w, |columns: &mut [T], sample| {
         // SAFETY: sample `sample` alone writes, then reads, its own planes of the input
         // gradient, inside the vector's capacity; it zeroes them first (`T` is `Pod`, whose
@@ -538,13 +590,10 @@ fn input_gradient<T: ConvElement>(
                     );
                 }
                 let planes = &mut sample_gradient[group * g.channels_per_group() * g.in_plane()..];
-                fold_columns(planes, &columns[..rows * tile_len], &g, tile);
+                fold_columns(planes, &columns[..rows * tile_len], g, tile);
             }
         }
     });
-    // SAFETY: every sample's planes, so every element of the capacity, were zeroed above.
-    unsafe { input_grad.set_len(g.batch * sample_len) };
-    tensor_from(input_grad, [x_shape[0], x_shape[1], x_shape[2], x_shape[3]], dtype)
 }
 
 /// The gradient of the bias: `[channels_out]`, the output gradient summed over samples and

@@ -1,0 +1,750 @@
+//! 3 × 3, stride-1 convolutions by Winograd's minimal filtering F(2 × 2, 3 × 3) (Lavin and
+//! Gray, "Fast Algorithms for Convolutional Neural Networks", 2016): the forward pass and both
+//! gradients with 16 multiplications per 2 × 2 block of output instead of 36.
+//!
+//! The output is cut into 2 × 2 tiles; tile `t` reads the 4 × 4 patch of input `d` that its
+//! four windows cover. With the 4 × 4 transforms `Bᵀ d B` of the input, `G w Gᵀ` of each 3 × 3
+//! weight and `Aᵀ m A` back to 2 × 2, the forward pass is, for each of the 16 points `p`:
+//!
+//! ```text
+//! V[p]  (tiles × Cin)  = (Bᵀ d B)[p] of every tile and input channel
+//! U[p]  (Cin × Cout)   = (G w Gᵀ)[p] of every weight
+//! M[p]  (tiles × Cout) = V[p] · U[p]                       16 products, depth Cin
+//! y                    = Aᵀ M A of every tile and output channel
+//! ```
+//!
+//! The gradients are the same linear maps transposed, so they reuse the transforms:
+//!
+//! ```text
+//! dM[p] = (A dy Aᵀ)[p]          dV[p] = dM[p] · U[p]ᵀ      dx += B dV Bᵀ  (patches overlap)
+//! dU[p] = V[p]ᵀ · dM[p]         dw    = Gᵀ dU G
+//! ```
+//!
+//! The transforms add and halve only, so the results equal the columns path's within a float
+//! tolerance (the tests below compare them). Tiles are transformed and multiplied a batch at
+//! a time ([`TRANSFORMED_ELEMENTS`] bounds a batch's buffers), so memory stays bounded for
+//! large images and the products stay in a core's cache. Transformed values are laid out
+//! `[point, channel, tile]`, tiles contiguous, so that both the transforms and the products
+//! walk memory in order.
+//!
+//! Used for 3 × 3 kernels with stride 1, dilation 1 and one group, any padding, when both
+//! channel counts reach [`MIN_CHANNELS`] (with fewer, the products are too shallow to gain
+//! over the columns path) and the output is [`MIN_TILE_COLUMNS`] tiles wide, for f32 and f64
+//! ([`ConvElement::WINOGRAD`]).
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use super::{ConvElement, Geometry, Operand, SharedBuffer, for_each_index, multiply, partial_sums};
+
+/// Points of a transformed tile: 4 × 4.
+const POINTS: usize = 16;
+
+/// The most transformed values (input and output together) of one batch of tiles (1 MiB of
+/// f32), so that a batch's buffers stay in a core's L2 cache.
+const TRANSFORMED_ELEMENTS: usize = 256 * 1024;
+
+/// The fewest input and output channels for which this path is taken.
+pub(super) const MIN_CHANNELS: usize = 16;
+
+/// The fewest tiles across the output for which this path is taken: the transforms along the
+/// rows run a row of tiles at a time, and on rows of 8 tiles their fixed cost matched or
+/// outweighed the products saved (docs/benchmarks.md has the per-op figures).
+pub(super) const MIN_TILE_COLUMNS: usize = 16;
+
+/// Whether this path computes the convolution of `geometry` in `T`.
+pub(super) fn applies<T: ConvElement>(geometry: &Geometry) -> bool {
+    let g = geometry;
+    T::WINOGRAD
+        && [g.kernel_h, g.kernel_w] == [3, 3]
+        && g.stride == [1, 1]
+        && g.dilation == [1, 1]
+        && g.groups == 1
+        && g.channels_in >= MIN_CHANNELS
+        && g.channels_out >= MIN_CHANNELS
+        && g.out_h > 0
+        && g.out_w.div_ceil(2) >= MIN_TILE_COLUMNS
+}
+
+/// The 1D transforms, on one row or column of a tile.
+mod line {
+    use num_traits::Float;
+
+    fn half<T: Float>() -> T {
+        T::one() / (T::one() + T::one())
+    }
+
+    /// `Bᵀ d`: an input patch's line.
+    pub(super) fn input<T: Float>(d: [T; 4]) -> [T; 4] {
+        [d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]]
+    }
+
+    /// `B v`: the transpose of [`input`].
+    pub(super) fn input_transposed<T: Float>(v: [T; 4]) -> [T; 4] {
+        [v[0], v[1] - v[2] + v[3], v[1] + v[2] - v[0], -v[3]]
+    }
+
+    /// `G w`: a 3-tap kernel's line.
+    pub(super) fn weight<T: Float>(w: [T; 3]) -> [T; 4] {
+        let h = half::<T>();
+        [w[0], (w[0] + w[1] + w[2]) * h, (w[0] - w[1] + w[2]) * h, w[2]]
+    }
+
+    /// `Gᵀ u`: the transpose of [`weight`].
+    pub(super) fn weight_transposed<T: Float>(u: [T; 4]) -> [T; 3] {
+        let h = half::<T>();
+        [u[0] + (u[1] + u[2]) * h, (u[1] - u[2]) * h, (u[1] + u[2]) * h + u[3]]
+    }
+
+    /// `Aᵀ m`: back to two outputs.
+    pub(super) fn output<T: Float>(m: [T; 4]) -> [T; 2] {
+        [m[0] + m[1] + m[2], m[1] - m[2] - m[3]]
+    }
+
+    /// `A y`: the transpose of [`output`].
+    pub(super) fn output_transposed<T: Float>(y: [T; 2]) -> [T; 4] {
+        [y[0], y[0] + y[1], y[0] - y[1], -y[1]]
+    }
+}
+
+/// `L x Lᵀ` for the square `x` and a 1D transform `L` (`line`): `L` down each column, then
+/// along each row.
+fn square<T: Copy, const I: usize, const O: usize>(x: [[T; I]; I], line: fn([T; I]) -> [T; O]) -> [[T; O]; O] {
+    let columns: [[T; O]; I] = core::array::from_fn(|column| line(core::array::from_fn(|row| x[row][column])));
+    core::array::from_fn(|row| line(core::array::from_fn(|column| columns[column][row])))
+}
+
+/// The tiles of one convolution: 2 × 2 blocks of output, `rows × columns` per sample. They are
+/// transformed a tile row at a time (the `columns` tiles of one row of one sample; tile rows
+/// are numbered sample by sample), and a batch is a run of whole tile rows.
+#[derive(Clone, Copy, Debug)]
+struct Tiling {
+    rows: usize,
+    columns: usize,
+    /// Tile rows transformed and multiplied at once, at least one.
+    rows_per_batch: usize,
+}
+
+/// Where one tile row lies: its sample, its first output row, and the first input row and
+/// column of its patches (negative in the padding).
+#[derive(Clone, Copy)]
+struct TileRow {
+    sample: usize,
+    out_y: usize,
+    in_y: isize,
+    in_x: isize,
+}
+
+impl Tiling {
+    /// The tiles of `g`, in batches whose transformed values (input and output together)
+    /// number at most `transformed_elements`, or one tile row where a row holds more.
+    fn new(g: &Geometry, transformed_elements: usize) -> Self {
+        let columns = g.out_w.div_ceil(2);
+        let per_row = POINTS * (g.channels_in + g.channels_out) * columns;
+        let rows_per_batch = (transformed_elements / per_row).max(1);
+        Self { rows: g.out_h.div_ceil(2), columns, rows_per_batch }
+    }
+
+    fn tiles_per_batch(self) -> usize {
+        self.rows_per_batch * self.columns
+    }
+
+    fn tile_row(self, g: &Geometry, index: usize) -> TileRow {
+        let (sample, out_y) = (index / self.rows, index % self.rows * 2);
+        TileRow { sample, out_y, in_y: out_y as isize - g.padding[0] as isize, in_x: -(g.padding[1] as isize) }
+    }
+
+    /// The batches of the tile rows of `samples`, in order.
+    fn batches(self, samples: Range<usize>) -> impl Iterator<Item = Range<usize>> {
+        let (first, end) = (samples.start * self.rows, samples.end * self.rows);
+        let step = self.rows_per_batch;
+        (first..end).step_by(step).map(move |start| start..(start + step).min(end))
+    }
+}
+
+/// `outputs[o][k] = line(inputs[0][k], inputs[1][k], …)[o]` for every `k` below the outputs'
+/// length: one 1D transform applied across a row of tiles, so that it vectorizes.
+fn across<T: Copy, const I: usize, const O: usize>(outputs: [&mut [T]; O], inputs: [&[T]; I], line: fn([T; I]) -> [T; O]) {
+    let length = outputs.iter().map(|output| output.len()).min().unwrap_or(0);
+    let inputs = inputs.map(|input| &input[..length]);
+    let mut outputs = outputs.map(|output| &mut output[..length]);
+    for k in 0..length {
+        let values = line(core::array::from_fn(|i| inputs[i][k]));
+        for (output, value) in outputs.iter_mut().zip(values) {
+            output[k] = value;
+        }
+    }
+}
+
+/// Splits `k`-th pairs of `row[first..]` into `even[k] = row[first + 2k]` and
+/// `odd[k] = row[first + 2k + 1]`, zero outside the row (`first` is negative in the padding;
+/// an absent row reads as zero).
+fn split_even_odd<T: ConvElement>(even: &mut [T], odd: &mut [T], row: Option<&[T]>, first: isize) {
+    even.fill(T::zero());
+    odd.fill(T::zero());
+    let Some(row) = row else { return };
+    let read = |at: isize| if at >= 0 && (at as usize) < row.len() { row[at as usize] } else { T::zero() };
+    // The pairs that lie wholly inside the row are copied without checks.
+    let inner_first = if first < 0 { (-first + 1) / 2 } else { 0 } as usize;
+    let inner_end = ((row.len() as isize - first) / 2).clamp(0, even.len() as isize) as usize;
+    let inner_first = inner_first.min(inner_end);
+    let start = (first + 2 * inner_first as isize) as usize;
+    let pairs = row[start.min(row.len())..].chunks_exact(2);
+    for ((pair, e), o) in pairs.zip(&mut even[inner_first..inner_end]).zip(&mut odd[inner_first..inner_end]) {
+        (*e, *o) = (pair[0], pair[1]);
+    }
+    for k in (0..inner_first).chain(inner_end..even.len()) {
+        even[k] = read(first + 2 * k as isize);
+        odd[k] = read(first + 2 * k as isize + 1);
+    }
+}
+
+/// `U = G w Gᵀ` of every weight, laid out `[point, channel_in, channel_out]`.
+fn transformed_weight<T: ConvElement>(weight: &[T], g: &Geometry) -> Vec<T> {
+    let (cin, cout) = (g.channels_in, g.channels_out);
+    let mut transformed = vec![T::zero(); POINTS * cin * cout];
+    for out_channel in 0..cout {
+        for in_channel in 0..cin {
+            let w = &weight[(out_channel * cin + in_channel) * 9..][..9];
+            let kernel: [[T; 3]; 3] = core::array::from_fn(|row| core::array::from_fn(|column| w[row * 3 + column]));
+            let u = square(kernel, line::weight);
+            for (point, &value) in u.iter().flatten().enumerate() {
+                transformed[(point * cin + in_channel) * cout + out_channel] = value;
+            }
+        }
+    }
+    transformed
+}
+
+/// `dw = Gᵀ dU G` of every weight, from `dU` laid out `[point, channel_in, channel_out]`, as
+/// the weight's `[channel_out, channel_in, 3, 3]`.
+fn weight_from_transformed<T: ConvElement>(transformed: &[T], g: &Geometry) -> Vec<T> {
+    let (cin, cout) = (g.channels_in, g.channels_out);
+    let mut weight = vec![T::zero(); cout * cin * 9];
+    for out_channel in 0..cout {
+        for in_channel in 0..cin {
+            let u: [[T; 4]; 4] = core::array::from_fn(|row| {
+                core::array::from_fn(|column| transformed[((row * 4 + column) * cin + in_channel) * cout + out_channel])
+            });
+            let w = square(u, line::weight_transposed);
+            weight[(out_channel * cin + in_channel) * 9..][..9].copy_from_slice(w.as_flattened());
+        }
+    }
+    weight
+}
+
+/// Four `length`-long lines of `buffer`, `stride` apart from `first` (`length ≤ stride`).
+fn four_lines_mut<T>(buffer: &mut [T], first: usize, stride: usize, length: usize) -> [&mut [T]; 4] {
+    let mut lines = buffer[first..].chunks_mut(stride).map(|line| &mut line[..length]);
+    core::array::from_fn(|_| lines.next().expect("four lines"))
+}
+
+/// [`four_lines_mut`], for reading.
+fn four_lines<T>(buffer: &[T], first: usize, stride: usize, length: usize) -> [&[T]; 4] {
+    core::array::from_fn(|line| &buffer[first + line * stride..][..length])
+}
+
+/// Scratch of the 1D passes over one batch of `tiles` tiles, `columns` to a tile row.
+struct PassScratch<T> {
+    even: Vec<T>,
+    odd: Vec<T>,
+    /// 16 lines of `tiles` values, `[row of the patch, column of the points, tile]`: the
+    /// pass along the rows, for every tile of the batch, so that the pass down the columns
+    /// runs over the whole batch at once.
+    lines: Vec<T>,
+    /// One output row, or one input row with its padding.
+    row: Vec<T>,
+    /// Four more lines of `columns` values.
+    spare: Vec<T>,
+}
+
+impl<T: ConvElement> PassScratch<T> {
+    fn new(columns: usize, tiles: usize) -> Self {
+        Self {
+            even: vec![T::zero(); columns + 1],
+            odd: vec![T::zero(); columns + 1],
+            lines: vec![T::zero(); POINTS * tiles],
+            row: vec![T::zero(); 2 * columns + 2],
+            spare: vec![T::zero(); 4 * columns],
+        }
+    }
+}
+
+/// `V = Bᵀ d B` of every tile of the tile rows `batch` and every input channel, into
+/// `transformed` (`[point, channel_in, tile]`); the input reads as zero in the padding.
+fn transform_input<T: ConvElement>(transformed: &mut [T], input: &[T], g: &Geometry, tiling: Tiling, batch: Range<usize>) {
+    let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
+    let PassScratch { even, odd, lines, .. } = &mut PassScratch::new(columns, tiles);
+    for channel in 0..g.channels_in {
+        // Along each of the patches' four rows, tile row by tile row…
+        for (offset, index) in batch.clone().enumerate() {
+            let place = tiling.tile_row(g, index);
+            let plane = &input[(place.sample * g.channels_in + channel) * g.in_plane()..][..g.in_plane()];
+            for row in 0..4 {
+                let y = place.in_y + row as isize;
+                let source = (y >= 0 && (y as usize) < g.in_h).then(|| &plane[y as usize * g.in_w..][..g.in_w]);
+                split_even_odd(even, odd, source, place.in_x);
+                let outputs = four_lines_mut(lines, row * 4 * tiles + offset * columns, tiles, columns);
+                across(outputs, [&even[..columns], &odd[..columns], &even[1..], &odd[1..]], line::input);
+            }
+        }
+        // …then down their columns, for the whole batch at once.
+        for point_column in 0..4 {
+            let vertical = four_lines(lines, point_column * tiles, 4 * tiles, tiles);
+            let first = (point_column * g.channels_in + channel) * tiles;
+            across(four_lines_mut(transformed, first, 4 * g.channels_in * tiles, tiles), vertical, line::input);
+        }
+    }
+}
+
+/// `dM = A dy Aᵀ` of every tile of the tile rows `batch` and every output channel, into
+/// `transformed` (`[point, channel_out, tile]`); outputs past the edge read as zero.
+fn transform_output_gradient<T: ConvElement>(
+    transformed: &mut [T],
+    output_grad: &[T],
+    g: &Geometry,
+    tiling: Tiling,
+    batch: Range<usize>,
+) {
+    let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
+    let PassScratch { even, odd, lines, .. } = &mut PassScratch::new(columns, tiles);
+    for channel in 0..g.channels_out {
+        for (offset, index) in batch.clone().enumerate() {
+            let place = tiling.tile_row(g, index);
+            let plane = &output_grad[(place.sample * g.channels_out + channel) * g.out_plane()..][..g.out_plane()];
+            for row in 0..2 {
+                let y = place.out_y + row;
+                let source = (y < g.out_h).then(|| &plane[y * g.out_w..][..g.out_w]);
+                split_even_odd(even, odd, source, 0);
+                let outputs = four_lines_mut(lines, row * 4 * tiles + offset * columns, tiles, columns);
+                across(outputs, [&even[..columns], &odd[..columns]], line::output_transposed);
+            }
+        }
+        for point_column in 0..4 {
+            let [first_row, second_row, ..] = four_lines(lines, point_column * tiles, 4 * tiles, tiles);
+            let first = (point_column * g.channels_out + channel) * tiles;
+            let outputs = four_lines_mut(transformed, first, 4 * g.channels_out * tiles, tiles);
+            across(outputs, [first_row, second_row], line::output_transposed);
+        }
+    }
+}
+
+/// `y = Aᵀ M A` of every tile of the tile rows `batch` and every output channel, plus the
+/// bias, into `output` (`[batch, channels_out, out_h, out_w]`), each output written once.
+fn transform_output<T: ConvElement>(
+    output: SharedBuffer<T>,
+    transformed: &[T],
+    bias: Option<&[T]>,
+    g: &Geometry,
+    tiling: Tiling,
+    batch: Range<usize>,
+) {
+    let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
+    let PassScratch { even, odd, lines, row: interleaved, .. } = &mut PassScratch::new(columns, tiles);
+    for channel in 0..g.channels_out {
+        let bias = bias.map_or(T::zero(), |bias| bias[channel]);
+        // Down the points' columns into two rows, for the whole batch at once…
+        for point_column in 0..4 {
+            let first = (point_column * g.channels_out + channel) * tiles;
+            let vertical = four_lines(transformed, first, 4 * g.channels_out * tiles, tiles);
+            let (first_row, second_row) = lines.split_at_mut(4 * tiles);
+            let outputs = [&mut first_row[point_column * tiles..][..tiles], &mut second_row[point_column * tiles..][..tiles]];
+            across(outputs, vertical, line::output);
+        }
+        // …then along each row, tile row by tile row.
+        for (offset, index) in batch.clone().enumerate() {
+            let place = tiling.tile_row(g, index);
+            for row in (0..2).filter(|row| place.out_y + row < g.out_h) {
+                let inputs = four_lines(lines, row * 4 * tiles + offset * columns, tiles, columns);
+                across([&mut even[..columns], &mut odd[..columns]], inputs, line::output);
+                for (pair, (&e, &o)) in interleaved.chunks_exact_mut(2).zip(even.iter().zip(odd.iter())) {
+                    (pair[0], pair[1]) = (e + bias, o + bias);
+                }
+                let at = (place.sample * g.channels_out + channel) * g.out_plane() + (place.out_y + row) * g.out_w;
+                // SAFETY: one output row of this sample and channel, `out_w` elements inside
+                // the buffer; each output row belongs to one tile row, and each tile row to one
+                // batch. `interleaved` holds `2 × columns + 2 > out_w` values.
+                unsafe { core::ptr::copy_nonoverlapping(interleaved.as_ptr(), output.start().add(at), g.out_w) };
+            }
+        }
+    }
+}
+
+/// Adds `B dV Bᵀ` of every tile of the tile rows `batch` and every input channel into the
+/// input gradient of the samples from `first_sample` on, leaving out what falls in the padding.
+fn add_input_patches<T: ConvElement>(
+    gradient: &mut [T],
+    first_sample: usize,
+    transformed: &[T],
+    g: &Geometry,
+    tiling: Tiling,
+    batch: Range<usize>,
+) {
+    let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
+    let PassScratch { lines, row: padded, spare, .. } = &mut PassScratch::new(columns, tiles);
+    for channel in 0..g.channels_in {
+        for point_column in 0..4 {
+            let first = (point_column * g.channels_in + channel) * tiles;
+            let vertical = four_lines(transformed, first, 4 * g.channels_in * tiles, tiles);
+            across(four_lines_mut(lines, point_column * tiles, 4 * tiles, tiles), vertical, line::input_transposed);
+        }
+        for (offset, index) in batch.clone().enumerate() {
+            let place = tiling.tile_row(g, index);
+            let plane_start = ((place.sample - first_sample) * g.channels_in + channel) * g.in_plane();
+            let plane = &mut gradient[plane_start..][..g.in_plane()];
+            for row in 0..4 {
+                let y = place.in_y + row as isize;
+                if y < 0 || y as usize >= g.in_h {
+                    continue;
+                }
+                // Along the row: four values per tile, overlapping the next tile's by two.
+                let inputs = four_lines(lines, row * 4 * tiles + offset * columns, tiles, columns);
+                let [c0, c1, c2, c3] = four_lines_mut(spare, 0, columns, columns);
+                across([&mut *c0, &mut *c1, &mut *c2, &mut *c3], inputs, line::input_transposed);
+                padded.fill(T::zero());
+                for (tile, pair) in padded.chunks_exact_mut(2).take(columns).enumerate() {
+                    (pair[0], pair[1]) = (c0[tile], c1[tile]);
+                }
+                for (tile, pair) in padded[2..].chunks_exact_mut(2).take(columns).enumerate() {
+                    (pair[0], pair[1]) = (pair[0] + c2[tile], pair[1] + c3[tile]);
+                }
+                add_padded_row(&mut plane[y as usize * g.in_w..][..g.in_w], padded, place.in_x);
+            }
+        }
+    }
+}
+
+/// `row[x] += padded[x - first]` wherever `padded` covers `x` (`first` ≤ 0: the padding).
+fn add_padded_row<T: ConvElement>(row: &mut [T], padded: &[T], first: isize) {
+    let skip = (-first) as usize;
+    for (sum, &value) in row.iter_mut().zip(padded.iter().skip(skip)) {
+        *sum = *sum + value;
+    }
+}
+
+/// The products of one batch: for each point, `destination[p] (rows × tiles) =
+/// left[p] (rows × depth) · right[p] (depth × tiles)`, where `right[p]` is laid out
+/// `[depth, tiles]` and `left[p]` is given by its strides inside a `[point, ...]` buffer.
+///
+/// # Safety
+///
+/// `left` must address `POINTS` blocks of `left_point_len` elements, each a `rows × depth`
+/// matrix with the strides of `left`, inside one live allocation.
+#[allow(clippy::too_many_arguments)]
+unsafe fn multiply_points<T: ConvElement>(
+    destination: &mut [T],
+    [rows, depth, tiles]: [usize; 3],
+    left: Operand<T>,
+    left_point_len: usize,
+    right: &[T],
+) {
+    assert!(destination.len() >= POINTS * rows * tiles && right.len() >= POINTS * depth * tiles);
+    for point in 0..POINTS {
+        // SAFETY: point `point`'s blocks of `destination` and `right` are in bounds (asserted
+        // above) and the caller guarantees `left`'s; `destination` is borrowed mutably here.
+        unsafe {
+            multiply(
+                [rows, tiles, depth],
+                (destination.as_mut_ptr().add(point * rows * tiles), tiles as isize),
+                false,
+                Operand { pointer: left.pointer.add(point * left_point_len), ..left },
+                Operand { pointer: right.as_ptr().add(point * depth * tiles), column_stride: 1, row_stride: tiles as isize },
+            );
+        }
+    }
+}
+
+/// The forward pass into `output` (`[batch, channels_out, out_h, out_w]`, every element
+/// written once), with the bias added.
+pub(super) fn forward<T: ConvElement>(output: SharedBuffer<T>, x: &[T], weight: &[T], bias: Option<&[T]>, g: &Geometry) {
+    forward_tiled(output, x, weight, bias, g, Tiling::new(g, TRANSFORMED_ELEMENTS));
+}
+
+fn forward_tiled<T: ConvElement>(
+    output: SharedBuffer<T>,
+    x: &[T],
+    weight: &[T],
+    bias: Option<&[T]>,
+    g: &Geometry,
+    tiling: Tiling,
+) {
+    let transformed_weight = transformed_weight(weight, g);
+    let batches: Vec<Range<usize>> = tiling.batches(0..g.batch).collect();
+    let (cin, cout) = (g.channels_in, g.channels_out);
+    let scratch_len = POINTS * (cin + cout) * tiling.tiles_per_batch();
+    super::for_each_index_with_columns(batches.len(), scratch_len, |scratch: &mut [T], index| {
+        let batch = batches[index].clone();
+        let tiles = batch.len() * tiling.columns;
+        let (input_points, output_points) = scratch.split_at_mut(POINTS * cin * tiles);
+        transform_input(input_points, x, g, tiling, batch.clone());
+        // SAFETY: `transformed_weight` holds POINTS blocks of `cin × cout`, read as their
+        // transposes `cout × cin` (row stride 1, column stride `cout`).
+        unsafe {
+            multiply_points(
+                output_points,
+                [cout, cin, tiles],
+                Operand { pointer: transformed_weight.as_ptr(), column_stride: cout as isize, row_stride: 1 },
+                cin * cout,
+                input_points,
+            );
+        }
+        transform_output(output, output_points, bias, g, tiling, batch);
+    });
+}
+
+/// The gradient of the input into `input_grad` (`x`'s shape, not yet initialised: every
+/// sample's planes are zeroed by the thread that sums into them).
+pub(super) fn input_gradient<T: ConvElement>(input_grad: SharedBuffer<T>, weight: &[T], output_grad: &[T], g: &Geometry) {
+    input_gradient_tiled(input_grad, weight, output_grad, g, Tiling::new(g, TRANSFORMED_ELEMENTS));
+}
+
+fn input_gradient_tiled<T: ConvElement>(
+    input_grad: SharedBuffer<T>,
+    weight: &[T],
+    output_grad: &[T],
+    g: &Geometry,
+    tiling: Tiling,
+) {
+    let transformed_weight = transformed_weight(weight, g);
+    let (cin, cout) = (g.channels_in, g.channels_out);
+    let sample_len = cin * g.in_plane();
+    // The input patches of neighbouring tiles overlap, so one job owns whole samples.
+    let samples_per_job = (tiling.rows_per_batch / tiling.rows).max(1);
+    let scratch_len = POINTS * (cin + cout) * tiling.tiles_per_batch();
+    super::for_each_index_with_columns(g.batch.div_ceil(samples_per_job), scratch_len, |scratch: &mut [T], job| {
+        let samples = job * samples_per_job..((job + 1) * samples_per_job).min(g.batch);
+        // SAFETY: this job alone writes, then reads, the planes of its samples, inside the
+        // buffer; it zeroes them first (all-zero bits are zero for the float types here).
+        let gradient = unsafe {
+            let start = input_grad.start().add(samples.start * sample_len);
+            core::ptr::write_bytes(start, 0, samples.len() * sample_len);
+            core::slice::from_raw_parts_mut(start, samples.len() * sample_len)
+        };
+        for batch in tiling.batches(samples.clone()) {
+            let tiles = batch.len() * tiling.columns;
+            let (output_points, input_points) = scratch.split_at_mut(POINTS * cout * tiles);
+            transform_output_gradient(output_points, output_grad, g, tiling, batch.clone());
+            // SAFETY: `transformed_weight` holds POINTS blocks of `cin × cout`, row-major.
+            unsafe {
+                multiply_points(
+                    input_points,
+                    [cin, cout, tiles],
+                    Operand { pointer: transformed_weight.as_ptr(), column_stride: 1, row_stride: cout as isize },
+                    cin * cout,
+                    output_points,
+                );
+            }
+            add_input_patches(gradient, samples.start, input_points, g, tiling, batch);
+        }
+    });
+}
+
+/// The gradient of the weight, `[channels_out, channels_in, 3, 3]`.
+pub(super) fn weight_gradient<T: ConvElement>(x: &[T], output_grad: &[T], g: &Geometry) -> Vec<T> {
+    weight_gradient_tiled(x, output_grad, g, Tiling::new(g, TRANSFORMED_ELEMENTS))
+}
+
+fn weight_gradient_tiled<T: ConvElement>(x: &[T], output_grad: &[T], g: &Geometry, tiling: Tiling) -> Vec<T> {
+    let (cin, cout) = (g.channels_in, g.channels_out);
+    let transformed_len = POINTS * cin * cout;
+    let parts = partial_sums(g.batch);
+    let samples_per_part = g.batch.div_ceil(parts);
+    let mut partials = vec![T::zero(); parts * transformed_len];
+    let partials_pointer = SharedBuffer(partials.as_mut_ptr());
+    for_each_index(parts, |part| {
+        let samples = part * samples_per_part..((part + 1) * samples_per_part).min(g.batch);
+        let mut scratch = vec![T::zero(); POINTS * (cin + cout) * tiling.tiles_per_batch()];
+        // SAFETY: part `part` alone writes its partial sum, inside `partials`.
+        let partial = unsafe {
+            core::slice::from_raw_parts_mut(partials_pointer.start().add(part * transformed_len), transformed_len)
+        };
+        for batch in tiling.batches(samples) {
+            let tiles = batch.len() * tiling.columns;
+            let (input_points, output_points) = scratch.split_at_mut(POINTS * cin * tiles);
+            transform_input(input_points, x, g, tiling, batch.clone());
+            transform_output_gradient(output_points, output_grad, g, tiling, batch);
+            for point in 0..POINTS {
+                // SAFETY: point `point`'s blocks of the three buffers, in bounds; `partial` is
+                // this part's alone.
+                unsafe {
+                    multiply(
+                        [cin, cout, tiles],
+                        (partial.as_mut_ptr().add(point * cin * cout), cout as isize),
+                        true,
+                        Operand {
+                            pointer: input_points.as_ptr().add(point * cin * tiles),
+                            column_stride: 1,
+                            row_stride: tiles as isize,
+                        },
+                        Operand {
+                            pointer: output_points.as_ptr().add(point * cout * tiles),
+                            column_stride: tiles as isize,
+                            row_stride: 1,
+                        },
+                    );
+                }
+            }
+        }
+    });
+    let (total, rest) = partials.split_at_mut(transformed_len);
+    for partial in rest.chunks(transformed_len) {
+        total.iter_mut().zip(partial).for_each(|(sum, &value)| *sum = *sum + value);
+    }
+    weight_from_transformed(total, g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn_backend::ops::ConvOptions;
+
+    /// One convolution to test: batch, input and output channels, input size, padding
+    /// `[(top, bottom), (left, right)]`.
+    struct Case {
+        batch: usize,
+        channels: [usize; 2],
+        input: [usize; 2],
+        padding: [(usize, usize); 2],
+    }
+
+    impl Case {
+        fn geometry(&self) -> Geometry {
+            let options = ConvOptions::new_with_padding([1, 1], self.padding, [1, 1], 1);
+            let [in_h, in_w] = self.input;
+            let out = [in_h + self.padding[0].0 + self.padding[0].1 - 2, in_w + self.padding[1].0 + self.padding[1].1 - 2];
+            Geometry::new(&[self.batch, self.channels[0], in_h, in_w], &[self.channels[1], self.channels[0], 3, 3], out, &options)
+        }
+    }
+
+    fn cases() -> Vec<Case> {
+        vec![
+            // One pixel, one channel, batch 1: a single tile, mostly padding.
+            Case { batch: 1, channels: [1, 1], input: [1, 1], padding: [(1, 1), (1, 1)] },
+            // Colour, odd sides: tiles that cross the output's edge.
+            Case { batch: 2, channels: [3, 5], input: [5, 7], padding: [(1, 1), (1, 1)] },
+            // No padding: an output smaller than the input.
+            Case { batch: 3, channels: [2, 4], input: [6, 5], padding: [(0, 0), (0, 0)] },
+            // Padding wider than the kernel's reach.
+            Case { batch: 1, channels: [4, 3], input: [4, 5], padding: [(2, 2), (2, 2)] },
+            // Asymmetric padding, as the gradients see it.
+            Case { batch: 2, channels: [3, 2], input: [7, 4], padding: [(1, 0), (0, 2)] },
+        ]
+    }
+
+    /// Reproducible values in [-1, 1): SplitMix64's output scaled.
+    fn values(count: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed;
+        (0..count)
+            .map(|_| {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+            })
+            .collect()
+    }
+
+    /// The convolution's definition, in f64: the output, and the gradients of the input and
+    /// of the weight for the output gradient `upstream`.
+    fn reference(g: &Geometry, x: &[f64], w: &[f64], bias: &[f64], upstream: &[f64]) -> [Vec<f64>; 3] {
+        let (cin, cout) = (g.channels_in, g.channels_out);
+        let mut output = vec![0.0; g.batch * cout * g.out_plane()];
+        let mut input_grad = vec![0.0; x.len()];
+        let mut weight_grad = vec![0.0; w.len()];
+        for (b, co, oy, ox) in every_output(g.batch, cout, g.out_h, g.out_w) {
+            let out_at = ((b * cout + co) * g.out_h + oy) * g.out_w + ox;
+            output[out_at] = bias[co];
+            for (ci, ky, kx) in (0..cin).flat_map(|ci| (0..3).flat_map(move |ky| (0..3).map(move |kx| (ci, ky, kx)))) {
+                let iy = (oy + ky) as isize - g.padding[0] as isize;
+                let ix = (ox + kx) as isize - g.padding[1] as isize;
+                if iy < 0 || ix < 0 || iy as usize >= g.in_h || ix as usize >= g.in_w {
+                    continue;
+                }
+                let x_at = ((b * cin + ci) * g.in_h + iy as usize) * g.in_w + ix as usize;
+                let w_at = ((co * cin + ci) * 3 + ky) * 3 + kx;
+                output[out_at] += x[x_at] * w[w_at];
+                input_grad[x_at] += upstream[out_at] * w[w_at];
+                weight_grad[w_at] += upstream[out_at] * x[x_at];
+            }
+        }
+        [output, input_grad, weight_grad]
+    }
+
+    fn every_output(a: usize, b: usize, c: usize, d: usize) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+        (0..a).flat_map(move |i| (0..b).flat_map(move |j| (0..c).flat_map(move |k| (0..d).map(move |l| (i, j, k, l)))))
+    }
+
+    fn assert_close<T: ConvElement>(what: &str, actual: &[T], expected: &[f64], tolerance: f64) {
+        assert_eq!(actual.len(), expected.len(), "{what}: length");
+        let scale = expected.iter().fold(1.0f64, |most, value| most.max(value.abs()));
+        for (index, (got, want)) in actual.iter().zip(expected).enumerate() {
+            let got = num_traits::ToPrimitive::to_f64(got).expect("a float");
+            assert!((got - want).abs() <= tolerance * scale, "{what}, element {index}: {got} instead of {want}");
+        }
+    }
+
+    /// Winograd's three passes in `T` against the definition, with batches of `rows_per_batch`
+    /// tile rows.
+    fn check<T: ConvElement>(case: &Case, rows_per_batch: usize, tolerance: f64) {
+        let g = case.geometry();
+        let convert = |values: Vec<f64>| -> Vec<T> { values.into_iter().map(|value| T::from(value).expect("in range")).collect() };
+        let x = values(g.batch * g.channels_in * g.in_plane(), 1);
+        let w = values(g.channels_out * g.channels_in * 9, 2);
+        let bias = values(g.channels_out, 3);
+        let upstream = values(g.batch * g.channels_out * g.out_plane(), 4);
+        let [output, input_grad, weight_grad] = reference(&g, &x, &w, &bias, &upstream);
+        let (x, w, bias, upstream) = (convert(x), convert(w), convert(bias), convert(upstream));
+        let tiling = Tiling::new(&g, rows_per_batch * g.out_w.div_ceil(2) * POINTS * (g.channels_in + g.channels_out));
+        let what = |pass: &str| format!("{pass} of {:?}, {tiling:?}", (g.batch, g.channels_in, g.channels_out, g.in_h, g.in_w, g.padding, g.out_h, g.out_w));
+
+        let mut actual = vec![T::nan(); output.len()];
+        forward_tiled(SharedBuffer(actual.as_mut_ptr()), &x, &w, Some(&bias), &g, tiling);
+        assert_close(&what("output"), &actual, &output, tolerance);
+
+        let mut actual = vec![T::nan(); input_grad.len()];
+        input_gradient_tiled(SharedBuffer(actual.as_mut_ptr()), &w, &upstream, &g, tiling);
+        assert_close(&what("input gradient"), &actual, &input_grad, tolerance);
+
+        let actual = weight_gradient_tiled(&x, &upstream, &g, tiling);
+        assert_close(&what("weight gradient"), &actual, &weight_grad, tolerance);
+    }
+
+    #[test]
+    fn winograd_matches_the_definition_in_f64() {
+        for case in cases() {
+            for rows_per_batch in [1, 2, 1000] {
+                check::<f64>(&case, rows_per_batch, 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn winograd_matches_the_definition_in_f32() {
+        for case in cases() {
+            check::<f32>(&case, 2, 1e-5);
+        }
+    }
+
+    #[test]
+    fn winograd_is_taken_only_where_it_applies() {
+        let side = 2 * MIN_TILE_COLUMNS;
+        let case = Case { batch: 1, channels: [MIN_CHANNELS, MIN_CHANNELS], input: [side, side], padding: [(1, 1), (1, 1)] };
+        let g = case.geometry();
+        assert!(applies::<f32>(&g) && applies::<f64>(&g));
+        assert!(!applies::<burn_std::f16>(&g), "f16 keeps the columns path");
+        let fewer = Case { channels: [MIN_CHANNELS - 1, MIN_CHANNELS], ..case };
+        assert!(!applies::<f32>(&fewer.geometry()));
+        let narrow = Case { input: [side, side - 2], ..case };
+        assert!(!applies::<f32>(&narrow.geometry()), "{} tiles across", (side - 2).div_ceil(2));
+        let strided = Geometry { stride: [2, 1], ..g };
+        let dilated = Geometry { dilation: [1, 2], ..g };
+        let grouped = Geometry { groups: 2, ..g };
+        let wide = Geometry { kernel_w: 5, ..g };
+        for other in [strided, dilated, grouped, wide] {
+            assert!(!applies::<f32>(&other), "{other:?}");
+        }
+    }
+}
