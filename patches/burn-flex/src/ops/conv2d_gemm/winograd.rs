@@ -143,7 +143,11 @@ impl Tiling {
         let columns = g.out_w.div_ceil(2);
         let per_row = POINTS * (g.channels_in + g.channels_out) * columns;
         let rows_per_batch = (transformed_elements / per_row).max(1);
-        Self { rows: g.out_h.div_ceil(2), columns, rows_per_batch }
+        Self {
+            rows: g.out_h.div_ceil(2),
+            columns,
+            rows_per_batch,
+        }
     }
 
     fn tiles_per_batch(self) -> usize {
@@ -152,20 +156,31 @@ impl Tiling {
 
     fn tile_row(self, g: &Geometry, index: usize) -> TileRow {
         let (sample, out_y) = (index / self.rows, index % self.rows * 2);
-        TileRow { sample, out_y, in_y: out_y as isize - g.padding[0] as isize, in_x: -(g.padding[1] as isize) }
+        TileRow {
+            sample,
+            out_y,
+            in_y: out_y as isize - g.padding[0] as isize,
+            in_x: -(g.padding[1] as isize),
+        }
     }
 
     /// The batches of the tile rows of `samples`, in order.
     fn batches(self, samples: Range<usize>) -> impl Iterator<Item = Range<usize>> {
         let (first, end) = (samples.start * self.rows, samples.end * self.rows);
         let step = self.rows_per_batch;
-        (first..end).step_by(step).map(move |start| start..(start + step).min(end))
+        (first..end)
+            .step_by(step)
+            .map(move |start| start..(start + step).min(end))
     }
 }
 
 /// `outputs[o][k] = line(inputs[0][k], inputs[1][k], …)[o]` for every `k` below the outputs'
 /// length: one 1D transform applied across a row of tiles, so that it vectorizes.
-fn across<T: Copy, const I: usize, const O: usize>(outputs: [&mut [T]; O], inputs: [&[T]; I], line: fn([T; I]) -> [T; O]) {
+fn across<T: Copy, const I: usize, const O: usize>(
+    outputs: [&mut [T]; O],
+    inputs: [&[T]; I],
+    line: fn([T; I]) -> [T; O],
+) {
     let length = outputs.iter().map(|output| output.len()).min().unwrap_or(0);
     let inputs = inputs.map(|input| &input[..length]);
     let mut outputs = outputs.map(|output| &mut output[..length]);
@@ -184,14 +199,23 @@ fn split_even_odd<T: ConvElement>(even: &mut [T], odd: &mut [T], row: Option<&[T
     even.fill(T::zero());
     odd.fill(T::zero());
     let Some(row) = row else { return };
-    let read = |at: isize| if at >= 0 && (at as usize) < row.len() { row[at as usize] } else { T::zero() };
+    let read = |at: isize| {
+        if at >= 0 && (at as usize) < row.len() {
+            row[at as usize]
+        } else {
+            T::zero()
+        }
+    };
     // The pairs that lie wholly inside the row are copied without checks.
     let inner_first = if first < 0 { (-first + 1) / 2 } else { 0 } as usize;
     let inner_end = ((row.len() as isize - first) / 2).clamp(0, even.len() as isize) as usize;
     let inner_first = inner_first.min(inner_end);
     let start = (first + 2 * inner_first as isize) as usize;
     let pairs = row[start.min(row.len())..].chunks_exact(2);
-    for ((pair, e), o) in pairs.zip(&mut even[inner_first..inner_end]).zip(&mut odd[inner_first..inner_end]) {
+    for ((pair, e), o) in pairs
+        .zip(&mut even[inner_first..inner_end])
+        .zip(&mut odd[inner_first..inner_end])
+    {
         (*e, *o) = (pair[0], pair[1]);
     }
     for k in (0..inner_first).chain(inner_end..even.len()) {
@@ -273,7 +297,13 @@ impl<T: ConvElement> PassScratch<T> {
 
 /// `V = Bᵀ d B` of every tile of the tile rows `batch` and every input channel, into
 /// `transformed` (`[point, channel_in, tile]`); the input reads as zero in the padding.
-fn transform_input<T: ConvElement>(transformed: &mut [T], input: &[T], g: &Geometry, tiling: Tiling, batch: Range<usize>) {
+fn transform_input<T: ConvElement>(
+    transformed: &mut [T],
+    input: &[T],
+    g: &Geometry,
+    tiling: Tiling,
+    batch: Range<usize>,
+) {
     let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
     let PassScratch { even, odd, lines, .. } = &mut PassScratch::new(columns, tiles);
     for channel in 0..g.channels_in {
@@ -286,14 +316,22 @@ fn transform_input<T: ConvElement>(transformed: &mut [T], input: &[T], g: &Geome
                 let source = (y >= 0 && (y as usize) < g.in_h).then(|| &plane[y as usize * g.in_w..][..g.in_w]);
                 split_even_odd(even, odd, source, place.in_x);
                 let outputs = four_lines_mut(lines, row * 4 * tiles + offset * columns, tiles, columns);
-                across(outputs, [&even[..columns], &odd[..columns], &even[1..], &odd[1..]], line::input);
+                across(
+                    outputs,
+                    [&even[..columns], &odd[..columns], &even[1..], &odd[1..]],
+                    line::input,
+                );
             }
         }
         // …then down their columns, for the whole batch at once.
         for point_column in 0..4 {
             let vertical = four_lines(lines, point_column * tiles, 4 * tiles, tiles);
             let first = (point_column * g.channels_in + channel) * tiles;
-            across(four_lines_mut(transformed, first, 4 * g.channels_in * tiles, tiles), vertical, line::input);
+            across(
+                four_lines_mut(transformed, first, 4 * g.channels_in * tiles, tiles),
+                vertical,
+                line::input,
+            );
         }
     }
 }
@@ -341,7 +379,13 @@ fn transform_output<T: ConvElement>(
     batch: Range<usize>,
 ) {
     let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
-    let PassScratch { even, odd, lines, row: interleaved, .. } = &mut PassScratch::new(columns, tiles);
+    let PassScratch {
+        even,
+        odd,
+        lines,
+        row: interleaved,
+        ..
+    } = &mut PassScratch::new(columns, tiles);
     for channel in 0..g.channels_out {
         let bias = bias.map_or(T::zero(), |bias| bias[channel]);
         // Down the points' columns into two rows, for the whole batch at once…
@@ -349,7 +393,10 @@ fn transform_output<T: ConvElement>(
             let first = (point_column * g.channels_out + channel) * tiles;
             let vertical = four_lines(transformed, first, 4 * g.channels_out * tiles, tiles);
             let (first_row, second_row) = lines.split_at_mut(4 * tiles);
-            let outputs = [&mut first_row[point_column * tiles..][..tiles], &mut second_row[point_column * tiles..][..tiles]];
+            let outputs = [
+                &mut first_row[point_column * tiles..][..tiles],
+                &mut second_row[point_column * tiles..][..tiles],
+            ];
             across(outputs, vertical, line::output);
         }
         // …then along each row, tile row by tile row.
@@ -382,12 +429,21 @@ fn add_input_patches<T: ConvElement>(
     batch: Range<usize>,
 ) {
     let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
-    let PassScratch { lines, row: padded, spare, .. } = &mut PassScratch::new(columns, tiles);
+    let PassScratch {
+        lines,
+        row: padded,
+        spare,
+        ..
+    } = &mut PassScratch::new(columns, tiles);
     for channel in 0..g.channels_in {
         for point_column in 0..4 {
             let first = (point_column * g.channels_in + channel) * tiles;
             let vertical = four_lines(transformed, first, 4 * g.channels_in * tiles, tiles);
-            across(four_lines_mut(lines, point_column * tiles, 4 * tiles, tiles), vertical, line::input_transposed);
+            across(
+                four_lines_mut(lines, point_column * tiles, 4 * tiles, tiles),
+                vertical,
+                line::input_transposed,
+            );
         }
         for (offset, index) in batch.clone().enumerate() {
             let place = tiling.tile_row(g, index);
@@ -448,8 +504,15 @@ unsafe fn multiply_points<T: ConvElement>(
                 [rows, tiles, depth],
                 (destination.as_mut_ptr().add(point * rows * tiles), tiles as isize),
                 false,
-                Operand { pointer: left.pointer.add(point * left_point_len), ..left },
-                Operand { pointer: right.as_ptr().add(point * depth * tiles), column_stride: 1, row_stride: tiles as isize },
+                Operand {
+                    pointer: left.pointer.add(point * left_point_len),
+                    ..left
+                },
+                Operand {
+                    pointer: right.as_ptr().add(point * depth * tiles),
+                    column_stride: 1,
+                    row_stride: tiles as isize,
+                },
             );
         }
     }
@@ -457,7 +520,13 @@ unsafe fn multiply_points<T: ConvElement>(
 
 /// The forward pass into `output` (`[batch, channels_out, out_h, out_w]`, every element
 /// written once), with the bias added.
-pub(super) fn forward<T: ConvElement>(output: SharedBuffer<T>, x: &[T], weight: &[T], bias: Option<&[T]>, g: &Geometry) {
+pub(super) fn forward<T: ConvElement>(
+    output: SharedBuffer<T>,
+    x: &[T],
+    weight: &[T],
+    bias: Option<&[T]>,
+    g: &Geometry,
+) {
     forward_tiled(output, x, weight, bias, g, Tiling::new(g, TRANSFORMED_ELEMENTS));
 }
 
@@ -484,7 +553,11 @@ fn forward_tiled<T: ConvElement>(
             multiply_points(
                 output_points,
                 [cout, cin, tiles],
-                Operand { pointer: transformed_weight.as_ptr(), column_stride: cout as isize, row_stride: 1 },
+                Operand {
+                    pointer: transformed_weight.as_ptr(),
+                    column_stride: cout as isize,
+                    row_stride: 1,
+                },
                 cin * cout,
                 input_points,
             );
@@ -495,7 +568,12 @@ fn forward_tiled<T: ConvElement>(
 
 /// The gradient of the input into `input_grad` (`x`'s shape, not yet initialised: every
 /// sample's planes are zeroed by the thread that sums into them).
-pub(super) fn input_gradient<T: ConvElement>(input_grad: SharedBuffer<T>, weight: &[T], output_grad: &[T], g: &Geometry) {
+pub(super) fn input_gradient<T: ConvElement>(
+    input_grad: SharedBuffer<T>,
+    weight: &[T],
+    output_grad: &[T],
+    g: &Geometry,
+) {
     input_gradient_tiled(input_grad, weight, output_grad, g, Tiling::new(g, TRANSFORMED_ELEMENTS));
 }
 
@@ -512,32 +590,40 @@ fn input_gradient_tiled<T: ConvElement>(
     // The input patches of neighbouring tiles overlap, so one job owns whole samples.
     let samples_per_job = (tiling.rows_per_batch / tiling.rows).max(1);
     let scratch_len = POINTS * (cin + cout) * tiling.tiles_per_batch();
-    super::for_each_index_with_columns(g.batch.div_ceil(samples_per_job), scratch_len, |scratch: &mut [T], job| {
-        let samples = job * samples_per_job..((job + 1) * samples_per_job).min(g.batch);
-        // SAFETY: this job alone writes, then reads, the planes of its samples, inside the
-        // buffer; it zeroes them first (all-zero bits are zero for the float types here).
-        let gradient = unsafe {
-            let start = input_grad.start().add(samples.start * sample_len);
-            core::ptr::write_bytes(start, 0, samples.len() * sample_len);
-            core::slice::from_raw_parts_mut(start, samples.len() * sample_len)
-        };
-        for batch in tiling.batches(samples.clone()) {
-            let tiles = batch.len() * tiling.columns;
-            let (output_points, input_points) = scratch.split_at_mut(POINTS * cout * tiles);
-            transform_output_gradient(output_points, output_grad, g, tiling, batch.clone());
-            // SAFETY: `transformed_weight` holds POINTS blocks of `cin × cout`, row-major.
-            unsafe {
-                multiply_points(
-                    input_points,
-                    [cin, cout, tiles],
-                    Operand { pointer: transformed_weight.as_ptr(), column_stride: 1, row_stride: cout as isize },
-                    cin * cout,
-                    output_points,
-                );
+    super::for_each_index_with_columns(
+        g.batch.div_ceil(samples_per_job),
+        scratch_len,
+        |scratch: &mut [T], job| {
+            let samples = job * samples_per_job..((job + 1) * samples_per_job).min(g.batch);
+            // SAFETY: this job alone writes, then reads, the planes of its samples, inside the
+            // buffer; it zeroes them first (all-zero bits are zero for the float types here).
+            let gradient = unsafe {
+                let start = input_grad.start().add(samples.start * sample_len);
+                core::ptr::write_bytes(start, 0, samples.len() * sample_len);
+                core::slice::from_raw_parts_mut(start, samples.len() * sample_len)
+            };
+            for batch in tiling.batches(samples.clone()) {
+                let tiles = batch.len() * tiling.columns;
+                let (output_points, input_points) = scratch.split_at_mut(POINTS * cout * tiles);
+                transform_output_gradient(output_points, output_grad, g, tiling, batch.clone());
+                // SAFETY: `transformed_weight` holds POINTS blocks of `cin × cout`, row-major.
+                unsafe {
+                    multiply_points(
+                        input_points,
+                        [cin, cout, tiles],
+                        Operand {
+                            pointer: transformed_weight.as_ptr(),
+                            column_stride: 1,
+                            row_stride: cout as isize,
+                        },
+                        cin * cout,
+                        output_points,
+                    );
+                }
+                add_input_patches(gradient, samples.start, input_points, g, tiling, batch);
             }
-            add_input_patches(gradient, samples.start, input_points, g, tiling, batch);
-        }
-    });
+        },
+    );
 }
 
 /// The gradient of the weight, `[channels_out, channels_in, 3, 3]`.
@@ -589,7 +675,10 @@ fn weight_gradient_tiled<T: ConvElement>(x: &[T], output_grad: &[T], g: &Geometr
     });
     let (total, rest) = partials.split_at_mut(transformed_len);
     for partial in rest.chunks(transformed_len) {
-        total.iter_mut().zip(partial).for_each(|(sum, &value)| *sum = *sum + value);
+        total
+            .iter_mut()
+            .zip(partial)
+            .for_each(|(sum, &value)| *sum = *sum + value);
     }
     weight_from_transformed(total, g)
 }
@@ -612,23 +701,56 @@ mod tests {
         fn geometry(&self) -> Geometry {
             let options = ConvOptions::new_with_padding([1, 1], self.padding, [1, 1], 1);
             let [in_h, in_w] = self.input;
-            let out = [in_h + self.padding[0].0 + self.padding[0].1 - 2, in_w + self.padding[1].0 + self.padding[1].1 - 2];
-            Geometry::new(&[self.batch, self.channels[0], in_h, in_w], &[self.channels[1], self.channels[0], 3, 3], out, &options)
+            let out = [
+                in_h + self.padding[0].0 + self.padding[0].1 - 2,
+                in_w + self.padding[1].0 + self.padding[1].1 - 2,
+            ];
+            Geometry::new(
+                &[self.batch, self.channels[0], in_h, in_w],
+                &[self.channels[1], self.channels[0], 3, 3],
+                out,
+                &options,
+            )
         }
     }
 
     fn cases() -> Vec<Case> {
         vec![
             // One pixel, one channel, batch 1: a single tile, mostly padding.
-            Case { batch: 1, channels: [1, 1], input: [1, 1], padding: [(1, 1), (1, 1)] },
+            Case {
+                batch: 1,
+                channels: [1, 1],
+                input: [1, 1],
+                padding: [(1, 1), (1, 1)],
+            },
             // Colour, odd sides: tiles that cross the output's edge.
-            Case { batch: 2, channels: [3, 5], input: [5, 7], padding: [(1, 1), (1, 1)] },
+            Case {
+                batch: 2,
+                channels: [3, 5],
+                input: [5, 7],
+                padding: [(1, 1), (1, 1)],
+            },
             // No padding: an output smaller than the input.
-            Case { batch: 3, channels: [2, 4], input: [6, 5], padding: [(0, 0), (0, 0)] },
+            Case {
+                batch: 3,
+                channels: [2, 4],
+                input: [6, 5],
+                padding: [(0, 0), (0, 0)],
+            },
             // Padding wider than the kernel's reach.
-            Case { batch: 1, channels: [4, 3], input: [4, 5], padding: [(2, 2), (2, 2)] },
+            Case {
+                batch: 1,
+                channels: [4, 3],
+                input: [4, 5],
+                padding: [(2, 2), (2, 2)],
+            },
             // Asymmetric padding, as the gradients see it.
-            Case { batch: 2, channels: [3, 2], input: [7, 4], padding: [(1, 0), (0, 2)] },
+            Case {
+                batch: 2,
+                channels: [3, 2],
+                input: [7, 4],
+                padding: [(1, 0), (0, 2)],
+            },
         ]
     }
 
@@ -682,7 +804,10 @@ mod tests {
         let scale = expected.iter().fold(1.0f64, |most, value| most.max(value.abs()));
         for (index, (got, want)) in actual.iter().zip(expected).enumerate() {
             let got = num_traits::ToPrimitive::to_f64(got).expect("a float");
-            assert!((got - want).abs() <= tolerance * scale, "{what}, element {index}: {got} instead of {want}");
+            assert!(
+                (got - want).abs() <= tolerance * scale,
+                "{what}, element {index}: {got} instead of {want}"
+            );
         }
     }
 
@@ -690,15 +815,37 @@ mod tests {
     /// tile rows.
     fn check<T: ConvElement>(case: &Case, rows_per_batch: usize, tolerance: f64) {
         let g = case.geometry();
-        let convert = |values: Vec<f64>| -> Vec<T> { values.into_iter().map(|value| T::from(value).expect("in range")).collect() };
+        let convert = |values: Vec<f64>| -> Vec<T> {
+            values
+                .into_iter()
+                .map(|value| T::from(value).expect("in range"))
+                .collect()
+        };
         let x = values(g.batch * g.channels_in * g.in_plane(), 1);
         let w = values(g.channels_out * g.channels_in * 9, 2);
         let bias = values(g.channels_out, 3);
         let upstream = values(g.batch * g.channels_out * g.out_plane(), 4);
         let [output, input_grad, weight_grad] = reference(&g, &x, &w, &bias, &upstream);
         let (x, w, bias, upstream) = (convert(x), convert(w), convert(bias), convert(upstream));
-        let tiling = Tiling::new(&g, rows_per_batch * g.out_w.div_ceil(2) * POINTS * (g.channels_in + g.channels_out));
-        let what = |pass: &str| format!("{pass} of {:?}, {tiling:?}", (g.batch, g.channels_in, g.channels_out, g.in_h, g.in_w, g.padding, g.out_h, g.out_w));
+        let tiling = Tiling::new(
+            &g,
+            rows_per_batch * g.out_w.div_ceil(2) * POINTS * (g.channels_in + g.channels_out),
+        );
+        let what = |pass: &str| {
+            format!(
+                "{pass} of {:?}, {tiling:?}",
+                (
+                    g.batch,
+                    g.channels_in,
+                    g.channels_out,
+                    g.in_h,
+                    g.in_w,
+                    g.padding,
+                    g.out_h,
+                    g.out_w
+                )
+            )
+        };
 
         let mut actual = vec![T::nan(); output.len()];
         forward_tiled(SharedBuffer(actual.as_mut_ptr()), &x, &w, Some(&bias), &g, tiling);
@@ -731,14 +878,29 @@ mod tests {
     #[test]
     fn winograd_is_taken_only_where_it_applies() {
         let side = 2 * MIN_TILE_COLUMNS;
-        let case = Case { batch: 1, channels: [MIN_CHANNELS, MIN_CHANNELS], input: [side, side], padding: [(1, 1), (1, 1)] };
+        let case = Case {
+            batch: 1,
+            channels: [MIN_CHANNELS, MIN_CHANNELS],
+            input: [side, side],
+            padding: [(1, 1), (1, 1)],
+        };
         let g = case.geometry();
         assert!(applies::<f32>(&g) && applies::<f64>(&g));
         assert!(!applies::<burn_std::f16>(&g), "f16 keeps the columns path");
-        let fewer = Case { channels: [MIN_CHANNELS - 1, MIN_CHANNELS], ..case };
+        let fewer = Case {
+            channels: [MIN_CHANNELS - 1, MIN_CHANNELS],
+            ..case
+        };
         assert!(!applies::<f32>(&fewer.geometry()));
-        let narrow = Case { input: [side, side - 2], ..case };
-        assert!(!applies::<f32>(&narrow.geometry()), "{} tiles across", (side - 2).div_ceil(2));
+        let narrow = Case {
+            input: [side, side - 2],
+            ..case
+        };
+        assert!(
+            !applies::<f32>(&narrow.geometry()),
+            "{} tiles across",
+            (side - 2).div_ceil(2)
+        );
         let strided = Geometry { stride: [2, 1], ..g };
         let dilated = Geometry { dilation: [1, 2], ..g };
         let grouped = Geometry { groups: 2, ..g };
