@@ -99,6 +99,20 @@ impl Geometry {
         }
     }
 
+    /// The sizes of a gradient's convolution, whose output size is the output gradient's.
+    /// Panics, naming both shapes, when the output gradient is not `[batch, channels_out, ..]`
+    /// of `x` and the weight: the products read it through raw strides.
+    fn of_gradient(x_shape: &[usize], weight_shape: &[usize], grad_shape: &[usize], options: &ConvOptions<2>) -> Self {
+        let expected = [x_shape[0], weight_shape[0]];
+        assert!(
+            grad_shape.len() == 4 && grad_shape[..2] == expected,
+            "conv2d backward: the output gradient's shape {grad_shape:?} is not [{}, {}, _, _], for an input of shape {x_shape:?} and a weight of shape {weight_shape:?}",
+            expected[0],
+            expected[1],
+        );
+        Self::new(x_shape, weight_shape, [grad_shape[2], grad_shape[3]], options)
+    }
+
     fn channels_per_group(&self) -> usize {
         self.channels_in / self.groups
     }
@@ -471,7 +485,7 @@ fn weight_gradient<T: ConvElement>(
 ) -> FlexTensor {
     let (x, output_grad) = (x.to_contiguous(), output_grad.to_contiguous());
     let grad_shape = output_grad.layout().shape().to_vec();
-    let g = Geometry::new(x.layout().shape(), weight_shape, [grad_shape[2], grad_shape[3]], options);
+    let g = Geometry::of_gradient(x.layout().shape(), weight_shape, &grad_shape, options);
     let (x_data, grad_data): (&[T], &[T]) = (x.storage(), output_grad.storage());
     let shape = [weight_shape[0], weight_shape[1], weight_shape[2], weight_shape[3]];
     if winograd::applies::<T>(&g) {
@@ -532,7 +546,7 @@ fn input_gradient<T: ConvElement>(
 ) -> FlexTensor {
     let (weight, output_grad) = (weight.to_contiguous(), output_grad.to_contiguous());
     let grad_shape = output_grad.layout().shape().to_vec();
-    let g = Geometry::new(x_shape, weight.layout().shape(), [grad_shape[2], grad_shape[3]], options);
+    let g = Geometry::of_gradient(x_shape, weight.layout().shape(), &grad_shape, options);
     let (w_data, grad_data): (&[T], &[T]) = (weight.storage(), output_grad.storage());
     let sample_len = g.channels_in * g.in_plane();
     // Each sample's planes are zeroed by the thread that folds into them (ops/fresh.rs says

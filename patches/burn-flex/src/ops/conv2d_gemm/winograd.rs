@@ -21,7 +21,9 @@
 //! ```
 //!
 //! The transforms add and halve only, so the results equal the columns path's within a float
-//! tolerance (the tests below compare them). Tiles are transformed and multiplied a batch at
+//! tolerance (the tests below compare them with the definition). An infinite input is the
+//! exception: the transforms may subtract it from itself, so its outputs can be NaN where the
+//! columns path gives an infinity. Tiles are transformed and multiplied a batch at
 //! a time ([`TRANSFORMED_ELEMENTS`] bounds a batch's buffers), so memory stays bounded for
 //! large images and the products stay in a core's cache. Transformed values are laid out
 //! `[point, channel, tile]`, tiles contiguous, so that both the transforms and the products
@@ -126,14 +128,13 @@ struct Tiling {
     rows_per_batch: usize,
 }
 
-/// Where one tile row lies: its sample, its first output row, and the first input row and
-/// column of its patches (negative in the padding).
+/// Where one tile row lies: its sample, its first output row, and the first input row of its
+/// patches (negative in the padding; their first input column is [`first_input_column`]).
 #[derive(Clone, Copy)]
 struct TileRow {
     sample: usize,
     out_y: usize,
     in_y: isize,
-    in_x: isize,
 }
 
 impl Tiling {
@@ -160,7 +161,6 @@ impl Tiling {
             sample,
             out_y,
             in_y: out_y as isize - g.padding[0] as isize,
-            in_x: -(g.padding[1] as isize),
         }
     }
 
@@ -172,6 +172,11 @@ impl Tiling {
             .step_by(step)
             .map(move |start| start..(start + step).min(end))
     }
+}
+
+/// The first input column of every tile row's first patch: negative, in the padding.
+fn first_input_column(g: &Geometry) -> isize {
+    -(g.padding[1] as isize)
 }
 
 /// `outputs[o][k] = line(inputs[0][k], inputs[1][k], …)[o]` for every `k` below the outputs'
@@ -314,7 +319,7 @@ fn transform_input<T: ConvElement>(
             for row in 0..4 {
                 let y = place.in_y + row as isize;
                 let source = (y >= 0 && (y as usize) < g.in_h).then(|| &plane[y as usize * g.in_w..][..g.in_w]);
-                split_even_odd(even, odd, source, place.in_x);
+                split_even_odd(even, odd, source, first_input_column(g));
                 let outputs = four_lines_mut(lines, row * 4 * tiles + offset * columns, tiles, columns);
                 across(
                     outputs,
@@ -465,7 +470,11 @@ fn add_input_patches<T: ConvElement>(
                 for (tile, pair) in padded[2..].chunks_exact_mut(2).take(columns).enumerate() {
                     (pair[0], pair[1]) = (pair[0] + c2[tile], pair[1] + c3[tile]);
                 }
-                add_padded_row(&mut plane[y as usize * g.in_w..][..g.in_w], padded, place.in_x);
+                add_padded_row(
+                    &mut plane[y as usize * g.in_w..][..g.in_w],
+                    padded,
+                    first_input_column(g),
+                );
             }
         }
     }
@@ -873,6 +882,16 @@ mod tests {
         for case in cases() {
             check::<f32>(&case, 2, 1e-5);
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "the output gradient's shape [2, 3, 4, 4] is not [2, 5, _, _]")]
+    fn a_gradient_of_the_wrong_channels_is_refused_before_it_is_read() {
+        use burn_backend::DType;
+        let zeros =
+            |shape: [usize; 4]| super::super::tensor_from(vec![0.0f32; shape.iter().product()], shape, DType::F32);
+        let options = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
+        super::super::conv2d_x_backward(zeros([2, 4, 4, 4]), zeros([5, 4, 3, 3]), zeros([2, 3, 4, 4]), &options);
     }
 
     #[test]
