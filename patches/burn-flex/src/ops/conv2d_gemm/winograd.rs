@@ -27,7 +27,10 @@
 //! a time ([`TRANSFORMED_ELEMENTS`] bounds a batch's buffers), so memory stays bounded for
 //! large images and the products stay in a core's cache. Transformed values are laid out
 //! `[point, channel, tile]`, tiles contiguous, so that both the transforms and the products
-//! walk memory in order.
+//! walk memory in order. The transforms run a tile row at a time in fixed-size blocks of
+//! tiles ([`BLOCK`]) and, with the `simd` feature, are compiled once per instruction set and
+//! chosen at run time (`macerator::with_simd`, as the rest of Flex's kernels are), so that
+//! they are vector code on the CPU they run on.
 //!
 //! Used for 3 × 3 kernels with stride 1, dilation 1 and one group, any padding, when both
 //! channel counts reach [`MIN_CHANNELS`] (with fewer, the products are too shallow to gain
@@ -51,9 +54,10 @@ const TRANSFORMED_ELEMENTS: usize = 256 * 1024;
 pub(super) const MIN_CHANNELS: usize = 16;
 
 /// The fewest tiles across the output for which this path is taken: the transforms along the
-/// rows run a row of tiles at a time, and on rows of 8 tiles their fixed cost matched or
-/// outweighed the products saved (docs/benchmarks.md has the per-op figures).
-pub(super) const MIN_TILE_COLUMNS: usize = 16;
+/// rows run a row of tiles at a time, in vector blocks of 8 and 4 tiles and a scalar rest, so
+/// on narrower rows their fixed cost outweighs the products saved (docs/benchmarks.md has the
+/// per-op figures).
+pub(super) const MIN_TILE_COLUMNS: usize = 4;
 
 /// Whether this path computes the convolution of `geometry` in `T`.
 pub(super) fn applies<T: ConvElement>(geometry: &Geometry) -> bool {
@@ -73,38 +77,45 @@ pub(super) fn applies<T: ConvElement>(geometry: &Geometry) -> bool {
 mod line {
     use num_traits::Float;
 
+    #[inline(always)]
     fn half<T: Float>() -> T {
         T::one() / (T::one() + T::one())
     }
 
     /// `Bᵀ d`: an input patch's line.
+    #[inline(always)]
     pub(super) fn input<T: Float>(d: [T; 4]) -> [T; 4] {
         [d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]]
     }
 
     /// `B v`: the transpose of [`input`].
+    #[inline(always)]
     pub(super) fn input_transposed<T: Float>(v: [T; 4]) -> [T; 4] {
         [v[0], v[1] - v[2] + v[3], v[1] + v[2] - v[0], -v[3]]
     }
 
     /// `G w`: a 3-tap kernel's line.
+    #[inline(always)]
     pub(super) fn weight<T: Float>(w: [T; 3]) -> [T; 4] {
         let h = half::<T>();
         [w[0], (w[0] + w[1] + w[2]) * h, (w[0] - w[1] + w[2]) * h, w[2]]
     }
 
     /// `Gᵀ u`: the transpose of [`weight`].
+    #[inline(always)]
     pub(super) fn weight_transposed<T: Float>(u: [T; 4]) -> [T; 3] {
         let h = half::<T>();
         [u[0] + (u[1] + u[2]) * h, (u[1] - u[2]) * h, (u[1] + u[2]) * h + u[3]]
     }
 
     /// `Aᵀ m`: back to two outputs.
+    #[inline(always)]
     pub(super) fn output<T: Float>(m: [T; 4]) -> [T; 2] {
         [m[0] + m[1] + m[2], m[1] - m[2] - m[3]]
     }
 
     /// `A y`: the transpose of [`output`].
+    #[inline(always)]
     pub(super) fn output_transposed<T: Float>(y: [T; 2]) -> [T; 4] {
         [y[0], y[0] + y[1], y[0] - y[1], -y[1]]
     }
@@ -155,6 +166,7 @@ impl Tiling {
         self.rows_per_batch * self.columns
     }
 
+    #[inline(always)]
     fn tile_row(self, g: &Geometry, index: usize) -> TileRow {
         let (sample, out_y) = (index / self.rows, index % self.rows * 2);
         TileRow {
@@ -175,12 +187,49 @@ impl Tiling {
 }
 
 /// The first input column of every tile row's first patch: negative, in the padding.
+#[inline(always)]
 fn first_input_column(g: &Geometry) -> isize {
     -(g.padding[1] as isize)
 }
 
+/// Values a 1D pass takes at once: a block of 8 f32 fills one AVX2 register, and what is left
+/// of a row goes by half blocks, then one by one. Written as fixed-size arrays, a block compiles
+/// to vector instructions even on a row of one block, where the loop vectorizer alone leaves
+/// rows shorter than several registers to scalar code.
+const BLOCK: usize = 8;
+
+/// The `N` values of `line` from `start`.
+#[inline(always)]
+fn block_at<T: Copy, const N: usize>(line: &[T], start: usize) -> [T; N] {
+    line[start..start + N].try_into().expect("a whole block")
+}
+
+/// Runs `blocks::<N>(start)` for every whole block of `N` from `first` below `length`, for `N`
+/// a [`BLOCK`] and then half of one, and `single(k)` for the rest.
+macro_rules! by_blocks {
+    ($length:expr, |$start:ident, $n:ident| $blocks:expr, |$k:ident| $single:expr) => {{
+        let length: usize = $length;
+        let mut $start = 0;
+        while $start + BLOCK <= length {
+            const $n: usize = BLOCK;
+            $blocks;
+            $start += BLOCK;
+        }
+        while $start + BLOCK / 2 <= length {
+            #[allow(non_upper_case_globals)]
+            const $n: usize = BLOCK / 2;
+            $blocks;
+            $start += BLOCK / 2;
+        }
+        for $k in $start..length {
+            $single;
+        }
+    }};
+}
+
 /// `outputs[o][k] = line(inputs[0][k], inputs[1][k], …)[o]` for every `k` below the outputs'
-/// length: one 1D transform applied across a row of tiles, so that it vectorizes.
+/// length: one 1D transform applied across a row of tiles, by blocks.
+#[inline(always)]
 fn across<T: Copy, const I: usize, const O: usize>(
     outputs: [&mut [T]; O],
     inputs: [&[T]; I],
@@ -189,17 +238,85 @@ fn across<T: Copy, const I: usize, const O: usize>(
     let length = outputs.iter().map(|output| output.len()).min().unwrap_or(0);
     let inputs = inputs.map(|input| &input[..length]);
     let mut outputs = outputs.map(|output| &mut output[..length]);
-    for k in 0..length {
-        let values = line(core::array::from_fn(|i| inputs[i][k]));
-        for (output, value) in outputs.iter_mut().zip(values) {
-            output[k] = value;
+    by_blocks!(
+        length,
+        |start, N| across_block::<T, I, O, N>(&mut outputs, inputs, line, start),
+        |k| {
+            let values = line(core::array::from_fn(|i| inputs[i][k]));
+            for (output, value) in outputs.iter_mut().zip(values) {
+                output[k] = value;
+            }
         }
+    );
+}
+
+/// [`across`] for the `N` values from `start`.
+#[inline(always)]
+fn across_block<T: Copy, const I: usize, const O: usize, const N: usize>(
+    outputs: &mut [&mut [T]; O],
+    inputs: [&[T]; I],
+    line: fn([T; I]) -> [T; O],
+    start: usize,
+) {
+    let block: [[T; N]; I] = core::array::from_fn(|i| block_at(inputs[i], start));
+    let lanes: [[T; O]; N] = core::array::from_fn(|lane| line(core::array::from_fn(|i| block[i][lane])));
+    for (o, output) in outputs.iter_mut().enumerate() {
+        let values: [T; N] = core::array::from_fn(|lane| lanes[lane][o]);
+        output[start..start + N].copy_from_slice(&values);
     }
+}
+
+/// `even[k] = pairs[2k]` and `odd[k] = pairs[2k + 1]` for every `k` below `even`'s length,
+/// by blocks.
+#[inline(always)]
+fn deinterleave<T: Copy>(pairs: &[T], even: &mut [T], odd: &mut [T]) {
+    let count = even.len();
+    let (pairs, odd) = (&pairs[..2 * count], &mut odd[..count]);
+    by_blocks!(
+        count,
+        |start, N| {
+            let block: [T; 2 * N] = block_at(pairs, 2 * start);
+            let even_values: [T; N] = core::array::from_fn(|k| block[2 * k]);
+            let odd_values: [T; N] = core::array::from_fn(|k| block[2 * k + 1]);
+            even[start..start + N].copy_from_slice(&even_values);
+            odd[start..start + N].copy_from_slice(&odd_values);
+        },
+        |k| (even[k], odd[k]) = (pairs[2 * k], pairs[2 * k + 1])
+    );
+}
+
+/// `pairs[2k] = put(pairs[2k], even[k])` and `pairs[2k + 1] = put(pairs[2k + 1], odd[k])` for
+/// every `k` below `even`'s length, by blocks.
+#[inline(always)]
+fn interleave<T: Copy>(pairs: &mut [T], even: &[T], odd: &[T], put: impl Fn(T, T) -> T) {
+    let count = even.len();
+    let (pairs, odd) = (&mut pairs[..2 * count], &odd[..count]);
+    by_blocks!(
+        count,
+        |start, N| {
+            let old: [T; 2 * N] = block_at(pairs, 2 * start);
+            let (even_values, odd_values): ([T; N], [T; N]) = (block_at(even, start), block_at(odd, start));
+            let new: [T; 2 * N] = core::array::from_fn(|j| {
+                let value = if j % 2 == 0 {
+                    even_values[j / 2]
+                } else {
+                    odd_values[j / 2]
+                };
+                put(old[j], value)
+            });
+            pairs[2 * start..2 * (start + N)].copy_from_slice(&new);
+        },
+        |k| {
+            pairs[2 * k] = put(pairs[2 * k], even[k]);
+            pairs[2 * k + 1] = put(pairs[2 * k + 1], odd[k]);
+        }
+    );
 }
 
 /// Splits `k`-th pairs of `row[first..]` into `even[k] = row[first + 2k]` and
 /// `odd[k] = row[first + 2k + 1]`, zero outside the row (`first` is negative in the padding;
 /// an absent row reads as zero).
+#[inline(always)]
 fn split_even_odd<T: ConvElement>(even: &mut [T], odd: &mut [T], row: Option<&[T]>, first: isize) {
     even.fill(T::zero());
     odd.fill(T::zero());
@@ -216,13 +333,11 @@ fn split_even_odd<T: ConvElement>(even: &mut [T], odd: &mut [T], row: Option<&[T
     let inner_end = ((row.len() as isize - first) / 2).clamp(0, even.len() as isize) as usize;
     let inner_first = inner_first.min(inner_end);
     let start = (first + 2 * inner_first as isize) as usize;
-    let pairs = row[start.min(row.len())..].chunks_exact(2);
-    for ((pair, e), o) in pairs
-        .zip(&mut even[inner_first..inner_end])
-        .zip(&mut odd[inner_first..inner_end])
-    {
-        (*e, *o) = (pair[0], pair[1]);
-    }
+    deinterleave(
+        &row[start.min(row.len())..],
+        &mut even[inner_first..inner_end],
+        &mut odd[inner_first..inner_end],
+    );
     for k in (0..inner_first).chain(inner_end..even.len()) {
         even[k] = read(first + 2 * k as isize);
         odd[k] = read(first + 2 * k as isize + 1);
@@ -264,12 +379,14 @@ fn weight_from_transformed<T: ConvElement>(transformed: &[T], g: &Geometry) -> V
 }
 
 /// Four `length`-long lines of `buffer`, `stride` apart from `first` (`length ≤ stride`).
+#[inline(always)]
 fn four_lines_mut<T>(buffer: &mut [T], first: usize, stride: usize, length: usize) -> [&mut [T]; 4] {
     let mut lines = buffer[first..].chunks_mut(stride).map(|line| &mut line[..length]);
     core::array::from_fn(|_| lines.next().expect("four lines"))
 }
 
 /// [`four_lines_mut`], for reading.
+#[inline(always)]
 fn four_lines<T>(buffer: &[T], first: usize, stride: usize, length: usize) -> [&[T]; 4] {
     core::array::from_fn(|line| &buffer[first + line * stride..][..length])
 }
@@ -302,7 +419,8 @@ impl<T: ConvElement> PassScratch<T> {
 
 /// `V = Bᵀ d B` of every tile of the tile rows `batch` and every input channel, into
 /// `transformed` (`[point, channel_in, tile]`); the input reads as zero in the padding.
-fn transform_input<T: ConvElement>(
+#[cfg_attr(feature = "simd", macerator::with_simd)]
+fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     transformed: &mut [T],
     input: &[T],
     g: &Geometry,
@@ -343,7 +461,8 @@ fn transform_input<T: ConvElement>(
 
 /// `dM = A dy Aᵀ` of every tile of the tile rows `batch` and every output channel, into
 /// `transformed` (`[point, channel_out, tile]`); outputs past the edge read as zero.
-fn transform_output_gradient<T: ConvElement>(
+#[cfg_attr(feature = "simd", macerator::with_simd)]
+fn transform_output_gradient<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     transformed: &mut [T],
     output_grad: &[T],
     g: &Geometry,
@@ -375,10 +494,11 @@ fn transform_output_gradient<T: ConvElement>(
 
 /// `y = Aᵀ M A` of every tile of the tile rows `batch` and every output channel, plus the
 /// bias, into `output` (`[batch, channels_out, out_h, out_w]`), each output written once.
-fn transform_output<T: ConvElement>(
+#[cfg_attr(feature = "simd", macerator::with_simd)]
+fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     output: SharedBuffer<T>,
     transformed: &[T],
-    bias: Option<&[T]>,
+    bias: Option<&'a [T]>,
     g: &Geometry,
     tiling: Tiling,
     batch: Range<usize>,
@@ -410,9 +530,7 @@ fn transform_output<T: ConvElement>(
             for row in (0..2).filter(|row| place.out_y + row < g.out_h) {
                 let inputs = four_lines(lines, row * 4 * tiles + offset * columns, tiles, columns);
                 across([&mut even[..columns], &mut odd[..columns]], inputs, line::output);
-                for (pair, (&e, &o)) in interleaved.chunks_exact_mut(2).zip(even.iter().zip(odd.iter())) {
-                    (pair[0], pair[1]) = (e + bias, o + bias);
-                }
+                interleave(interleaved, &even[..columns], &odd[..columns], |_, value| value + bias);
                 let at = (place.sample * g.channels_out + channel) * g.out_plane() + (place.out_y + row) * g.out_w;
                 // SAFETY: one output row of this sample and channel, `out_w` elements inside
                 // the buffer; each output row belongs to one tile row, and each tile row to one
@@ -425,7 +543,8 @@ fn transform_output<T: ConvElement>(
 
 /// Adds `B dV Bᵀ` of every tile of the tile rows `batch` and every input channel into the
 /// input gradient of the samples from `first_sample` on, leaving out what falls in the padding.
-fn add_input_patches<T: ConvElement>(
+#[cfg_attr(feature = "simd", macerator::with_simd)]
+fn add_input_patches<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     gradient: &mut [T],
     first_sample: usize,
     transformed: &[T],
@@ -463,13 +582,9 @@ fn add_input_patches<T: ConvElement>(
                 let inputs = four_lines(lines, row * 4 * tiles + offset * columns, tiles, columns);
                 let [c0, c1, c2, c3] = four_lines_mut(spare, 0, columns, columns);
                 across([&mut *c0, &mut *c1, &mut *c2, &mut *c3], inputs, line::input_transposed);
-                padded.fill(T::zero());
-                for (tile, pair) in padded.chunks_exact_mut(2).take(columns).enumerate() {
-                    (pair[0], pair[1]) = (c0[tile], c1[tile]);
-                }
-                for (tile, pair) in padded[2..].chunks_exact_mut(2).take(columns).enumerate() {
-                    (pair[0], pair[1]) = (pair[0] + c2[tile], pair[1] + c3[tile]);
-                }
+                padded[2 * columns..].fill(T::zero());
+                interleave(padded, c0, c1, |_, value| value);
+                interleave(&mut padded[2..], c2, c3, |sum, value| sum + value);
                 add_padded_row(
                     &mut plane[y as usize * g.in_w..][..g.in_w],
                     padded,
@@ -481,6 +596,7 @@ fn add_input_patches<T: ConvElement>(
 }
 
 /// `row[x] += padded[x - first]` wherever `padded` covers `x` (`first` ≤ 0: the padding).
+#[inline(always)]
 fn add_padded_row<T: ConvElement>(row: &mut [T], padded: &[T], first: isize) {
     let skip = (-first) as usize;
     for (sum, &value) in row.iter_mut().zip(padded.iter().skip(skip)) {
@@ -759,6 +875,21 @@ mod tests {
                 channels: [3, 2],
                 input: [7, 4],
                 padding: [(1, 0), (0, 2)],
+            },
+            // Rows of exactly one block of tiles (15 outputs across: 8 tiles, the last one
+            // half outside), with padding on one side only.
+            Case {
+                batch: 1,
+                channels: [2, 3],
+                input: [4, 16],
+                padding: [(1, 1), (0, 1)],
+            },
+            // Rows of a block of tiles, a half block and two more (27 outputs across: 14 tiles).
+            Case {
+                batch: 2,
+                channels: [3, 2],
+                input: [5, 27],
+                padding: [(1, 1), (1, 1)],
             },
         ]
     }
