@@ -419,6 +419,9 @@ impl<T: ConvElement> PassScratch<T> {
 
 /// `V = Bᵀ d B` of every tile of the tile rows `batch` and every input channel, into
 /// `transformed` (`[point, channel_in, tile]`); the input reads as zero in the padding.
+// `S` only selects the instruction set the body is compiled for (`with_simd` dispatches on it),
+// as in Flex's other kernels.
+#[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     transformed: &mut [T],
@@ -461,6 +464,9 @@ fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
 
 /// `dM = A dy Aᵀ` of every tile of the tile rows `batch` and every output channel, into
 /// `transformed` (`[point, channel_out, tile]`); outputs past the edge read as zero.
+// `S` only selects the instruction set the body is compiled for (`with_simd` dispatches on it),
+// as in Flex's other kernels.
+#[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_output_gradient<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     transformed: &mut [T],
@@ -494,6 +500,9 @@ fn transform_output_gradient<#[cfg(feature = "simd")] S: macerator::Simd, T: Con
 
 /// `y = Aᵀ M A` of every tile of the tile rows `batch` and every output channel, plus the
 /// bias, into `output` (`[batch, channels_out, out_h, out_w]`), each output written once.
+// `S` only selects the instruction set the body is compiled for (`with_simd` dispatches on it),
+// as in Flex's other kernels. `with_simd` needs the bias's lifetime named.
+#[allow(clippy::extra_unused_type_parameters, clippy::needless_lifetimes)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     output: SharedBuffer<T>,
@@ -543,6 +552,9 @@ fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElem
 
 /// Adds `B dV Bᵀ` of every tile of the tile rows `batch` and every input channel into the
 /// input gradient of the samples from `first_sample` on, leaving out what falls in the padding.
+// `S` only selects the instruction set the body is compiled for (`with_simd` dispatches on it),
+// as in Flex's other kernels.
+#[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn add_input_patches<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
     gradient: &mut [T],
