@@ -34,8 +34,8 @@
 //!
 //! Used for 3 × 3 kernels with stride 1, dilation 1 and one group, any padding, when both
 //! channel counts reach [`MIN_CHANNELS`] (with fewer, the products are too shallow to gain
-//! over the columns path) and the output is [`MIN_TILE_COLUMNS`] tiles wide, for f32 and f64
-//! ([`ConvElement::WINOGRAD`]).
+//! over the columns path) and the output is at least [`MIN_TILE_COLUMNS`] tiles wide, for f32
+//! and f64 ([`ConvElement::WINOGRAD`]).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -204,7 +204,7 @@ fn block_at<T: Copy, const N: usize>(line: &[T], start: usize) -> [T; N] {
     line[start..start + N].try_into().expect("a whole block")
 }
 
-/// Runs `blocks::<N>(start)` for every whole block of `N` from `first` below `length`, for `N`
+/// Runs `blocks::<N>(start)` for every whole block of `N` from 0 below `length`, for `N`
 /// a [`BLOCK`] and then half of one, and `single(k)` for the rest.
 macro_rules! by_blocks {
     ($length:expr, |$start:ident, $n:ident| $blocks:expr, |$k:ident| $single:expr) => {{
@@ -216,7 +216,6 @@ macro_rules! by_blocks {
             $start += BLOCK;
         }
         while $start + BLOCK / 2 <= length {
-            #[allow(non_upper_case_globals)]
             const $n: usize = BLOCK / 2;
             $blocks;
             $start += BLOCK / 2;
@@ -543,7 +542,8 @@ fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElem
                 let at = (place.sample * g.channels_out + channel) * g.out_plane() + (place.out_y + row) * g.out_w;
                 // SAFETY: one output row of this sample and channel, `out_w` elements inside
                 // the buffer; each output row belongs to one tile row, and each tile row to one
-                // batch. `interleaved` holds `2 × columns + 2 > out_w` values.
+                // batch. `interleave` has just written the first `2 × columns ≥ out_w` values of
+                // `interleaved`.
                 unsafe { core::ptr::copy_nonoverlapping(interleaved.as_ptr(), output.start().add(at), g.out_w) };
             }
         }
