@@ -903,6 +903,13 @@ mod tests {
                 input: [5, 27],
                 padding: [(1, 1), (1, 1)],
             },
+            // Rows of a block of tiles and three more (22 outputs across: 11 tiles), batch 1.
+            Case {
+                batch: 1,
+                channels: [2, 2],
+                input: [3, 22],
+                padding: [(1, 1), (1, 1)],
+            },
         ]
     }
 
