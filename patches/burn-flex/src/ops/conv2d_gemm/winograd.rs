@@ -54,9 +54,10 @@ const TRANSFORMED_ELEMENTS: usize = 256 * 1024;
 pub(super) const MIN_CHANNELS: usize = 16;
 
 /// The fewest tiles across the output for which this path is taken: the transforms along the
-/// rows run a row of tiles at a time, in vector blocks of 8 and 4 tiles and a scalar rest, so
-/// on narrower rows their fixed cost outweighs the products saved (docs/benchmarks.md has the
-/// per-op figures).
+/// rows run a row of tiles at a time, in vector blocks of 8 and 4 tiles and a scalar rest, and
+/// from 4 tiles across the three passes measured level with the columns path or ahead of it
+/// (docs/benchmarks.md has the per-op figures); narrower rows, which hold no whole block, keep
+/// the columns path.
 pub(super) const MIN_TILE_COLUMNS: usize = 4;
 
 /// Whether this path computes the convolution of `geometry` in `T`.
@@ -314,12 +315,16 @@ fn interleave<T: Copy>(pairs: &mut [T], even: &[T], odd: &[T], put: impl Fn(T, T
 
 /// Splits `k`-th pairs of `row[first..]` into `even[k] = row[first + 2k]` and
 /// `odd[k] = row[first + 2k + 1]`, zero outside the row (`first` is negative in the padding;
-/// an absent row reads as zero).
+/// an absent row reads as zero), for `even` and `odd` of one length. Every value is written
+/// once: the pairs inside the row by [`deinterleave`], the rest one by one.
 #[inline(always)]
 fn split_even_odd<T: ConvElement>(even: &mut [T], odd: &mut [T], row: Option<&[T]>, first: isize) {
-    even.fill(T::zero());
-    odd.fill(T::zero());
-    let Some(row) = row else { return };
+    debug_assert_eq!(even.len(), odd.len(), "even and odd of one length");
+    let Some(row) = row else {
+        even.fill(T::zero());
+        odd.fill(T::zero());
+        return;
+    };
     let read = |at: isize| {
         if at >= 0 && (at as usize) < row.len() {
             row[at as usize]
