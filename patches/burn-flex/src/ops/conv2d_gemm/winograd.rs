@@ -1,26 +1,29 @@
-//! 3 × 3, stride-1 convolutions by Winograd's minimal filtering F(2 × 2, 3 × 3) (Lavin and
+//! 3 × 3, stride-1 convolutions by Winograd's minimal filtering F(m × m, 3 × 3) (Lavin and
 //! Gray, "Fast Algorithms for Convolutional Neural Networks", 2016): the forward pass and both
-//! gradients with 16 multiplications per 2 × 2 block of output instead of 36.
+//! gradients from transformed tiles, in two sizes. F(2 × 2, 3 × 3) does 16 multiplications per
+//! 2 × 2 block of output instead of 36; F(4 × 4, 3 × 3) does 36 per 4 × 4 block instead of 144.
 //!
-//! The output is cut into 2 × 2 tiles; tile `t` reads the 4 × 4 patch of input `d` that its
-//! four windows cover. With the 4 × 4 transforms `Bᵀ d B` of the input, `G w Gᵀ` of each 3 × 3
-//! weight and `Aᵀ m A` back to 2 × 2, the forward pass is, for each of the 16 points `p`:
+//! The output is cut into `m × m` tiles; tile `t` reads the `p × p` patch (`p = m + 2`) of input
+//! `d` that its windows cover. With the `p × p` transforms `Bᵀ d B` of the input, `G w Gᵀ` of
+//! each 3 × 3 weight and `Aᵀ M A` back to `m × m`, the forward pass is, for each of the `p²`
+//! points `q`:
 //!
 //! ```text
-//! V[p]  (tiles × Cin)  = (Bᵀ d B)[p] of every tile and input channel
-//! U[p]  (Cin × Cout)   = (G w Gᵀ)[p] of every weight
-//! M[p]  (tiles × Cout) = V[p] · U[p]                       16 products, depth Cin
+//! V[q]  (tiles × Cin)  = (Bᵀ d B)[q] of every tile and input channel
+//! U[q]  (Cin × Cout)   = (G w Gᵀ)[q] of every weight
+//! M[q]  (tiles × Cout) = V[q] · U[q]                       p² products, depth Cin
 //! y                    = Aᵀ M A of every tile and output channel
 //! ```
 //!
 //! The gradients are the same linear maps transposed, so they reuse the transforms:
 //!
 //! ```text
-//! dM[p] = (A dy Aᵀ)[p]          dV[p] = dM[p] · U[p]ᵀ      dx += B dV Bᵀ  (patches overlap)
-//! dU[p] = V[p]ᵀ · dM[p]         dw    = Gᵀ dU G
+//! dM[q] = (A dy Aᵀ)[q]          dV[q] = dM[q] · U[q]ᵀ      dx += B dV Bᵀ  (patches overlap)
+//! dU[q] = V[q]ᵀ · dM[q]         dw    = Gᵀ dU G
 //! ```
 //!
-//! The transforms add and halve only, so the results equal the columns path's within a float
+//! F(2 × 2)'s transforms add and halve only; F(4 × 4)'s also multiply by small constants (up to
+//! 8, and 1/24 in `G`), so they round more. Both equal the columns path's results within a float
 //! tolerance (the tests below compare them with the definition). An infinite input is the
 //! exception: the transforms may subtract it from itself, so its outputs can be NaN where the
 //! columns path gives an infinity. Tiles are transformed and multiplied a batch at
@@ -34,17 +37,17 @@
 //!
 //! Used for 3 × 3 kernels with stride 1, dilation 1 and one group, any padding, when both
 //! channel counts reach [`MIN_CHANNELS`] (with fewer, the products are too shallow to gain
-//! over the columns path) and the output is at least [`MIN_TILE_COLUMNS`] tiles wide, for f32
-//! and f64 ([`ConvElement::WINOGRAD`]).
+//! over the columns path) and the output is at least [`MIN_TILE_COLUMNS`] 2 × 2 tiles wide, for
+//! f32 and f64 ([`ConvElement::WINOGRAD`]). The 4 × 4 tiles are taken from
+//! [`MIN_LARGE_TILE_COLUMNS`] of them across ([`TileSide`]).
 
 use alloc::vec;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use super::{ConvElement, Geometry, Operand, SharedBuffer, for_each_index, multiply, partial_sums};
+use num_traits::Float;
 
-/// Points of a transformed tile: 4 × 4.
-const POINTS: usize = 16;
+use super::{ConvElement, Geometry, Operand, SharedBuffer, for_each_index, multiply, partial_sums};
 
 /// The most transformed values (input and output together) of one batch of tiles (1 MiB of
 /// f32), so that a batch's buffers stay in a core's L2 cache.
@@ -53,12 +56,17 @@ const TRANSFORMED_ELEMENTS: usize = 256 * 1024;
 /// The fewest input and output channels for which this path is taken.
 pub(super) const MIN_CHANNELS: usize = 16;
 
-/// The fewest tiles across the output for which this path is taken: the transforms along the
-/// rows run a row of tiles at a time, in vector blocks of 8 and 4 tiles and a scalar rest, and
-/// from 4 tiles across the three passes measured level with the columns path or ahead of it
+/// The fewest 2 × 2 tiles across the output for which this path is taken: the transforms along
+/// the rows run a row of tiles at a time, in vector blocks of 8 and 4 tiles and a scalar rest,
+/// and from 4 tiles across the three passes measured level with the columns path or ahead of it
 /// (docs/benchmarks.md has the per-op figures); narrower rows, which hold no whole block, keep
 /// the columns path.
 pub(super) const MIN_TILE_COLUMNS: usize = 4;
+
+/// The fewest 4 × 4 tiles across the output for which F(4 × 4, 3 × 3) is taken instead of
+/// F(2 × 2, 3 × 3): a row of them must hold a whole half block (docs/benchmarks.md has the
+/// figures of both sizes).
+pub(super) const MIN_LARGE_TILE_COLUMNS: usize = 4;
 
 /// Whether this path computes the convolution of `geometry` in `T`.
 pub(super) fn applies<T: ConvElement>(geometry: &Geometry) -> bool {
@@ -74,51 +82,182 @@ pub(super) fn applies<T: ConvElement>(geometry: &Geometry) -> bool {
         && g.out_w.div_ceil(2) >= MIN_TILE_COLUMNS
 }
 
-/// The 1D transforms, on one row or column of a tile.
-mod line {
-    use num_traits::Float;
+/// The side of the output tiles a convolution is cut into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TileSide {
+    /// F(2 × 2, 3 × 3): 4 × 4 patches, 16 points.
+    Two,
+    /// F(4 × 4, 3 × 3): 6 × 6 patches, 36 points.
+    Four,
+}
 
-    #[inline(always)]
-    fn half<T: Float>() -> T {
-        T::one() / (T::one() + T::one())
+impl TileSide {
+    /// 4 × 4 tiles where the output holds [`MIN_LARGE_TILE_COLUMNS`] of them across, 2 × 2 ones
+    /// otherwise.
+    fn of(g: &Geometry) -> Self {
+        if g.out_w.div_ceil(4) >= MIN_LARGE_TILE_COLUMNS {
+            TileSide::Four
+        } else {
+            TileSide::Two
+        }
     }
+}
 
+/// The 1D transforms of F(M × M, 3 × 3), on one row or column of a tile: `M` outputs from a
+/// patch line of `P = M + 2` inputs.
+trait Transforms<const M: usize, const P: usize> {
     /// `Bᵀ d`: an input patch's line.
+    fn input<T: Float>(d: [T; P]) -> [T; P];
+    /// `B v`: the transpose of [`input`](Self::input).
+    fn input_transposed<T: Float>(v: [T; P]) -> [T; P];
+    /// `G w`: a 3-tap kernel's line.
+    fn weight<T: Float>(w: [T; 3]) -> [T; P];
+    /// `Gᵀ u`: the transpose of [`weight`](Self::weight).
+    fn weight_transposed<T: Float>(u: [T; P]) -> [T; 3];
+    /// `Aᵀ m`: back to `M` outputs.
+    fn output<T: Float>(m: [T; P]) -> [T; M];
+    /// `A y`: the transpose of [`output`](Self::output).
+    fn output_transposed<T: Float>(y: [T; M]) -> [T; P];
+}
+
+/// The tile of F(M × M, 3 × 3), whose [`Transforms`] are implemented for `M` = 2 and 4.
+struct Tile<const M: usize, const P: usize>;
+
+/// `value`, a small integer or a fraction of one, which every float type holds.
+#[inline(always)]
+fn constant<T: Float>(value: f64) -> T {
+    T::from(value).expect("a small constant fits every float type")
+}
+
+impl Transforms<2, 4> for Tile<2, 4> {
     #[inline(always)]
-    pub(super) fn input<T: Float>(d: [T; 4]) -> [T; 4] {
+    fn input<T: Float>(d: [T; 4]) -> [T; 4] {
         [d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]]
     }
 
-    /// `B v`: the transpose of [`input`].
     #[inline(always)]
-    pub(super) fn input_transposed<T: Float>(v: [T; 4]) -> [T; 4] {
+    fn input_transposed<T: Float>(v: [T; 4]) -> [T; 4] {
         [v[0], v[1] - v[2] + v[3], v[1] + v[2] - v[0], -v[3]]
     }
 
-    /// `G w`: a 3-tap kernel's line.
     #[inline(always)]
-    pub(super) fn weight<T: Float>(w: [T; 3]) -> [T; 4] {
-        let h = half::<T>();
+    fn weight<T: Float>(w: [T; 3]) -> [T; 4] {
+        let h = constant::<T>(0.5);
         [w[0], (w[0] + w[1] + w[2]) * h, (w[0] - w[1] + w[2]) * h, w[2]]
     }
 
-    /// `Gᵀ u`: the transpose of [`weight`].
     #[inline(always)]
-    pub(super) fn weight_transposed<T: Float>(u: [T; 4]) -> [T; 3] {
-        let h = half::<T>();
+    fn weight_transposed<T: Float>(u: [T; 4]) -> [T; 3] {
+        let h = constant::<T>(0.5);
         [u[0] + (u[1] + u[2]) * h, (u[1] - u[2]) * h, (u[1] + u[2]) * h + u[3]]
     }
 
-    /// `Aᵀ m`: back to two outputs.
     #[inline(always)]
-    pub(super) fn output<T: Float>(m: [T; 4]) -> [T; 2] {
+    fn output<T: Float>(m: [T; 4]) -> [T; 2] {
         [m[0] + m[1] + m[2], m[1] - m[2] - m[3]]
     }
 
-    /// `A y`: the transpose of [`output`].
     #[inline(always)]
-    pub(super) fn output_transposed<T: Float>(y: [T; 2]) -> [T; 4] {
+    fn output_transposed<T: Float>(y: [T; 2]) -> [T; 4] {
         [y[0], y[0] + y[1], y[0] - y[1], -y[1]]
+    }
+}
+
+/// Lavin and Gray's matrices for F(4 × 4, 3 × 3):
+///
+/// ```text
+/// Bᵀ = [4  0 -5  0  1  0]    G = [ 1/4     0     0]    Aᵀ = [1  1  1  1  1  0]
+///      [0 -4 -4  1  1  0]        [-1/6  -1/6  -1/6]         [0  1 -1  2 -2  0]
+///      [0  4 -4 -1  1  0]        [-1/6   1/6  -1/6]         [0  1  1  4  4  0]
+///      [0 -2 -1  2  1  0]        [1/24  1/12   1/6]         [0  1 -1  8 -8  1]
+///      [0  2 -1 -2  1  0]        [1/24 -1/12   1/6]
+///      [0  4  0 -5  0  1]        [   0     0     1]
+/// ```
+impl Transforms<4, 6> for Tile<4, 6> {
+    #[inline(always)]
+    fn input<T: Float>(d: [T; 6]) -> [T; 6] {
+        let (four, five) = (constant::<T>(4.0), constant::<T>(5.0));
+        let (a, b) = (d[4] - four * d[2], d[3] - four * d[1]);
+        let (c, e) = (d[4] - d[2], (d[3] - d[1]) * constant::<T>(2.0));
+        [
+            four * d[0] - five * d[2] + d[4],
+            a + b,
+            a - b,
+            c + e,
+            c - e,
+            four * d[1] - five * d[3] + d[5],
+        ]
+    }
+
+    #[inline(always)]
+    fn input_transposed<T: Float>(v: [T; 6]) -> [T; 6] {
+        let (two, four, five) = (constant::<T>(2.0), constant::<T>(4.0), constant::<T>(5.0));
+        let (sum, difference) = (v[1] + v[2], v[2] - v[1]);
+        let (odd_sum, odd_difference) = (v[3] + v[4], v[3] - v[4]);
+        [
+            four * v[0],
+            four * difference - two * odd_difference + four * v[5],
+            -five * v[0] - four * sum - odd_sum,
+            -difference + two * odd_difference - five * v[5],
+            v[0] + sum + odd_sum,
+            v[5],
+        ]
+    }
+
+    #[inline(always)]
+    fn weight<T: Float>(w: [T; 3]) -> [T; 6] {
+        let (outer, middle) = (w[0] + w[2], w[1]);
+        let sixth = constant::<T>(1.0 / 6.0);
+        let outer_part = w[0] * constant::<T>(1.0 / 24.0) + w[2] * sixth;
+        let twelfth_middle = middle * constant::<T>(1.0 / 12.0);
+        [
+            w[0] * constant::<T>(0.25),
+            -(outer + middle) * sixth,
+            -(outer - middle) * sixth,
+            outer_part + twelfth_middle,
+            outer_part - twelfth_middle,
+            w[2],
+        ]
+    }
+
+    #[inline(always)]
+    fn weight_transposed<T: Float>(u: [T; 6]) -> [T; 3] {
+        let sixth = constant::<T>(1.0 / 6.0);
+        let (sum, difference) = (u[1] + u[2], u[2] - u[1]);
+        let (odd_sum, odd_difference) = (u[3] + u[4], u[3] - u[4]);
+        [
+            u[0] * constant::<T>(0.25) - sum * sixth + odd_sum * constant::<T>(1.0 / 24.0),
+            difference * sixth + odd_difference * constant::<T>(1.0 / 12.0),
+            (odd_sum - sum) * sixth + u[5],
+        ]
+    }
+
+    #[inline(always)]
+    fn output<T: Float>(m: [T; 6]) -> [T; 4] {
+        let (two, four, eight) = (constant::<T>(2.0), constant::<T>(4.0), constant::<T>(8.0));
+        let (sum, difference) = (m[1] + m[2], m[1] - m[2]);
+        let (odd_sum, odd_difference) = (m[3] + m[4], m[3] - m[4]);
+        [
+            m[0] + sum + odd_sum,
+            difference + two * odd_difference,
+            sum + four * odd_sum,
+            difference + eight * odd_difference + m[5],
+        ]
+    }
+
+    #[inline(always)]
+    fn output_transposed<T: Float>(y: [T; 4]) -> [T; 6] {
+        let (two, four, eight) = (constant::<T>(2.0), constant::<T>(4.0), constant::<T>(8.0));
+        let (even, odd) = (y[0] + y[2], y[1] + y[3]);
+        let (even_wide, odd_wide) = (y[0] + four * y[2], two * y[1] + eight * y[3]);
+        [
+            y[0],
+            even + odd,
+            even - odd,
+            even_wide + odd_wide,
+            even_wide - odd_wide,
+            y[3],
+        ]
     }
 }
 
@@ -129,11 +268,12 @@ fn square<T: Copy, const I: usize, const O: usize>(x: [[T; I]; I], line: fn([T; 
     core::array::from_fn(|row| line(core::array::from_fn(|column| columns[column][row])))
 }
 
-/// The tiles of one convolution: 2 × 2 blocks of output, `rows × columns` per sample. They are
-/// transformed a tile row at a time (the `columns` tiles of one row of one sample; tile rows
-/// are numbered sample by sample), and a batch is a run of whole tile rows.
+/// The tiles of one convolution: `M × M` blocks of output (patches of `P × P`), `rows ×
+/// columns` per sample. They are transformed a tile row at a time (the `columns` tiles of one
+/// row of one sample; tile rows are numbered sample by sample), and a batch is a run of whole
+/// tile rows.
 #[derive(Clone, Copy, Debug)]
-struct Tiling {
+struct Tiling<const M: usize, const P: usize> {
     rows: usize,
     columns: usize,
     /// Tile rows transformed and multiplied at once, at least one.
@@ -149,15 +289,18 @@ struct TileRow {
     in_y: isize,
 }
 
-impl Tiling {
+impl<const M: usize, const P: usize> Tiling<M, P> {
+    /// Points of a transformed tile: `P × P`.
+    const POINTS: usize = P * P;
+
     /// The tiles of `g`, in batches whose transformed values (input and output together)
     /// number at most `transformed_elements`, or one tile row where a row holds more.
     fn new(g: &Geometry, transformed_elements: usize) -> Self {
-        let columns = g.out_w.div_ceil(2);
-        let per_row = POINTS * (g.channels_in + g.channels_out) * columns;
+        let columns = g.out_w.div_ceil(M);
+        let per_row = Self::POINTS * (g.channels_in + g.channels_out) * columns;
         let rows_per_batch = (transformed_elements / per_row).max(1);
         Self {
-            rows: g.out_h.div_ceil(2),
+            rows: g.out_h.div_ceil(M),
             columns,
             rows_per_batch,
         }
@@ -169,7 +312,7 @@ impl Tiling {
 
     #[inline(always)]
     fn tile_row(self, g: &Geometry, index: usize) -> TileRow {
-        let (sample, out_y) = (index / self.rows, index % self.rows * 2);
+        let (sample, out_y) = (index / self.rows, index % self.rows * M);
         TileRow {
             sample,
             out_y,
@@ -266,97 +409,81 @@ fn across_block<T: Copy, const I: usize, const O: usize, const N: usize>(
     }
 }
 
-/// `even[k] = pairs[2k]` and `odd[k] = pairs[2k + 1]` for every `k` below `even`'s length,
-/// by blocks.
+/// `phases[j][k] = groups[M k + j]` for every `j` below `K` (≤ `M`) and every `k` below the
+/// phases' length, by blocks: the first `K` of a row's `M` phases.
 #[inline(always)]
-fn deinterleave<T: Copy>(pairs: &[T], even: &mut [T], odd: &mut [T]) {
-    let count = even.len();
-    let (pairs, odd) = (&pairs[..2 * count], &mut odd[..count]);
+fn deinterleave<T: Copy, const M: usize, const K: usize>(groups: &[T], phases: [&mut [T]; K]) {
+    debug_assert!(K <= M, "at most one phase per place of a group");
+    let count = phases.iter().map(|phase| phase.len()).min().unwrap_or(0);
+    let groups = &groups[..M * count];
+    let mut phases = phases.map(|phase| &mut phase[..count]);
     by_blocks!(
         count,
         |start, N| {
-            let block: [T; 2 * N] = block_at(pairs, 2 * start);
-            let even_values: [T; N] = core::array::from_fn(|k| block[2 * k]);
-            let odd_values: [T; N] = core::array::from_fn(|k| block[2 * k + 1]);
-            even[start..start + N].copy_from_slice(&even_values);
-            odd[start..start + N].copy_from_slice(&odd_values);
-        },
-        |k| (even[k], odd[k]) = (pairs[2 * k], pairs[2 * k + 1])
-    );
-}
-
-/// `pairs[2k] = put(pairs[2k], even[k])` and `pairs[2k + 1] = put(pairs[2k + 1], odd[k])` for
-/// every `k` below `even`'s length, by blocks.
-#[inline(always)]
-fn interleave<T: Copy>(pairs: &mut [T], even: &[T], odd: &[T], put: impl Fn(T, T) -> T) {
-    let count = even.len();
-    let (pairs, odd) = (&mut pairs[..2 * count], &odd[..count]);
-    by_blocks!(
-        count,
-        |start, N| {
-            let old: [T; 2 * N] = block_at(pairs, 2 * start);
-            let (even_values, odd_values): ([T; N], [T; N]) = (block_at(even, start), block_at(odd, start));
-            let new: [T; 2 * N] = core::array::from_fn(|j| {
-                let value = if j % 2 == 0 {
-                    even_values[j / 2]
-                } else {
-                    odd_values[j / 2]
-                };
-                put(old[j], value)
-            });
-            pairs[2 * start..2 * (start + N)].copy_from_slice(&new);
+            let block: [[T; M]; N] = core::array::from_fn(|k| block_at(groups, M * (start + k)));
+            for (j, phase) in phases.iter_mut().enumerate() {
+                let values: [T; N] = core::array::from_fn(|k| block[k][j]);
+                phase[start..start + N].copy_from_slice(&values);
+            }
         },
         |k| {
-            pairs[2 * k] = put(pairs[2 * k], even[k]);
-            pairs[2 * k + 1] = put(pairs[2 * k + 1], odd[k]);
+            for (j, phase) in phases.iter_mut().enumerate() {
+                phase[k] = groups[M * k + j];
+            }
         }
     );
 }
 
-/// Splits `k`-th pairs of `row[first..]` into `even[k] = row[first + 2k]` and
-/// `odd[k] = row[first + 2k + 1]`, zero outside the row (`first` is negative in the padding;
-/// an absent row reads as zero), for `even` and `odd` of one length. Every value is written
-/// once: the pairs inside the row by [`deinterleave`], the rest one by one.
+/// `row[M k + j] = put(row[M k + j], phases[j][k])` for every `j` below `K` (≤ `M`) and every
+/// `k` below the phases' length, by blocks; the other values of `row` are left as they are.
 #[inline(always)]
-fn split_even_odd<T: ConvElement>(even: &mut [T], odd: &mut [T], row: Option<&[T]>, first: isize) {
-    debug_assert_eq!(even.len(), odd.len(), "even and odd of one length");
-    let Some(row) = row else {
-        even.fill(T::zero());
-        odd.fill(T::zero());
-        return;
-    };
-    let read = |at: isize| {
-        if at >= 0 && (at as usize) < row.len() {
-            row[at as usize]
-        } else {
-            T::zero()
+fn interleave<T: Copy, const M: usize, const K: usize>(row: &mut [T], phases: [&[T]; K], put: impl Fn(T, T) -> T) {
+    debug_assert!(K <= M, "at most one phase per place of a group");
+    let count = phases.iter().map(|phase| phase.len()).min().unwrap_or(0);
+    let row = &mut row[..M * count];
+    by_blocks!(
+        count,
+        |start, N| {
+            let block = &mut row[M * start..M * (start + N)];
+            let old: [[T; M]; N] = core::array::from_fn(|k| block_at(block, M * k));
+            let values: [[T; N]; K] = core::array::from_fn(|j| block_at(phases[j], start));
+            let new: [[T; M]; N] = core::array::from_fn(|k| {
+                core::array::from_fn(|j| if j < K { put(old[k][j], values[j][k]) } else { old[k][j] })
+            });
+            block.copy_from_slice(new.as_flattened());
+        },
+        |k| {
+            for (j, phase) in phases.iter().enumerate() {
+                row[M * k + j] = put(row[M * k + j], phase[k]);
+            }
         }
-    };
-    // The pairs that lie wholly inside the row are copied without checks.
-    let inner_first = if first < 0 { (-first + 1) / 2 } else { 0 } as usize;
-    let inner_end = ((row.len() as isize - first) / 2).clamp(0, even.len() as isize) as usize;
-    let inner_first = inner_first.min(inner_end);
-    let start = (first + 2 * inner_first as isize) as usize;
-    deinterleave(
-        &row[start.min(row.len())..],
-        &mut even[inner_first..inner_end],
-        &mut odd[inner_first..inner_end],
     );
-    for k in (0..inner_first).chain(inner_end..even.len()) {
-        even[k] = read(first + 2 * k as isize);
-        odd[k] = read(first + 2 * k as isize + 1);
+}
+
+/// Writes `row` into `padded` from `left` on, or zeros where the row is absent (in the
+/// padding). The rest of `padded`, zero since its creation, is written by no caller, so that
+/// it reads as the padding of every row placed.
+#[inline(always)]
+fn place_row<T: ConvElement>(padded: &mut [T], row: Option<&[T]>, left: usize, width: usize) {
+    let inside = &mut padded[left..left + width];
+    match row {
+        Some(row) => inside.copy_from_slice(row),
+        None => inside.fill(T::zero()),
     }
 }
 
 /// `U = G w Gᵀ` of every weight, laid out `[point, channel_in, channel_out]`.
-fn transformed_weight<T: ConvElement>(weight: &[T], g: &Geometry) -> Vec<T> {
+fn transformed_weight<T: ConvElement, const M: usize, const P: usize>(weight: &[T], g: &Geometry) -> Vec<T>
+where
+    Tile<M, P>: Transforms<M, P>,
+{
     let (cin, cout) = (g.channels_in, g.channels_out);
-    let mut transformed = vec![T::zero(); POINTS * cin * cout];
+    let mut transformed = vec![T::zero(); P * P * cin * cout];
     for out_channel in 0..cout {
         for in_channel in 0..cin {
             let w = &weight[(out_channel * cin + in_channel) * 9..][..9];
             let kernel: [[T; 3]; 3] = core::array::from_fn(|row| core::array::from_fn(|column| w[row * 3 + column]));
-            let u = square(kernel, line::weight);
+            let u = square(kernel, Tile::<M, P>::weight);
             for (point, &value) in u.iter().flatten().enumerate() {
                 transformed[(point * cin + in_channel) * cout + out_channel] = value;
             }
@@ -367,58 +494,67 @@ fn transformed_weight<T: ConvElement>(weight: &[T], g: &Geometry) -> Vec<T> {
 
 /// `dw = Gᵀ dU G` of every weight, from `dU` laid out `[point, channel_in, channel_out]`, as
 /// the weight's `[channel_out, channel_in, 3, 3]`.
-fn weight_from_transformed<T: ConvElement>(transformed: &[T], g: &Geometry) -> Vec<T> {
+fn weight_from_transformed<T: ConvElement, const M: usize, const P: usize>(transformed: &[T], g: &Geometry) -> Vec<T>
+where
+    Tile<M, P>: Transforms<M, P>,
+{
     let (cin, cout) = (g.channels_in, g.channels_out);
     let mut weight = vec![T::zero(); cout * cin * 9];
     for out_channel in 0..cout {
         for in_channel in 0..cin {
-            let u: [[T; 4]; 4] = core::array::from_fn(|row| {
-                core::array::from_fn(|column| transformed[((row * 4 + column) * cin + in_channel) * cout + out_channel])
+            let u: [[T; P]; P] = core::array::from_fn(|row| {
+                core::array::from_fn(|column| transformed[((row * P + column) * cin + in_channel) * cout + out_channel])
             });
-            let w = square(u, line::weight_transposed);
+            let w = square(u, Tile::<M, P>::weight_transposed);
             weight[(out_channel * cin + in_channel) * 9..][..9].copy_from_slice(w.as_flattened());
         }
     }
     weight
 }
 
-/// Four `length`-long lines of `buffer`, `stride` apart from `first` (`length ≤ stride`).
-#[inline(always)]
-fn four_lines_mut<T>(buffer: &mut [T], first: usize, stride: usize, length: usize) -> [&mut [T]; 4] {
-    let mut lines = buffer[first..].chunks_mut(stride).map(|line| &mut line[..length]);
-    core::array::from_fn(|_| lines.next().expect("four lines"))
-}
-
-/// [`four_lines_mut`], for reading.
-#[inline(always)]
-fn four_lines<T>(buffer: &[T], first: usize, stride: usize, length: usize) -> [&[T]; 4] {
-    core::array::from_fn(|line| &buffer[first + line * stride..][..length])
-}
-
-/// Scratch of the 1D passes over one batch of `tiles` tiles, `columns` to a tile row.
+/// Scratch of the 1D passes over one batch of `tiles` tiles of `M × M` (patches of `P × P`),
+/// `columns` to a tile row. The passes along the rows run over the whole batch at once, from
+/// lines of `tiles` values that each tile row fills with its part.
 struct PassScratch<T> {
-    even: Vec<T>,
-    odd: Vec<T>,
-    /// 16 lines of `tiles` values, `[row of the patch, column of the points, tile]`: the
+    /// `M` lines of `tiles` values: the `M` phases of one row of every tile row, `heads[j][t]` =
+    /// column `j` of tile `t`'s patch (or its output).
+    heads: Vec<T>,
+    /// 2 lines of `tiles` values: columns `M` and `M + 1` of every tile's patch, the first two
+    /// of the next tile's.
+    tails: Vec<T>,
+    /// `P²` lines of `tiles` values, `[row of the patch, column of the points, tile]`: the
     /// pass along the rows, for every tile of the batch, so that the pass down the columns
     /// runs over the whole batch at once.
     lines: Vec<T>,
-    /// One output row, or one input row with its padding.
+    /// `P` lines of `tiles` values: one row of every tile's patch of the input gradient.
+    patches: Vec<T>,
+    /// One output row, or one input row with its padding: `M × (columns + 1)` values.
     row: Vec<T>,
-    /// Four more lines of `columns` values.
-    spare: Vec<T>,
 }
 
 impl<T: ConvElement> PassScratch<T> {
-    fn new(columns: usize, tiles: usize) -> Self {
+    fn new<const M: usize, const P: usize>(tiling: Tiling<M, P>, tiles: usize) -> Self {
         Self {
-            even: vec![T::zero(); columns + 1],
-            odd: vec![T::zero(); columns + 1],
-            lines: vec![T::zero(); POINTS * tiles],
-            row: vec![T::zero(); 2 * columns + 2],
-            spare: vec![T::zero(); 4 * columns],
+            heads: vec![T::zero(); M * tiles],
+            tails: vec![T::zero(); 2 * tiles],
+            lines: vec![T::zero(); P * P * tiles],
+            patches: vec![T::zero(); P * tiles],
+            row: vec![T::zero(); M * (tiling.columns + 1)],
         }
     }
+}
+
+/// `N` lines of `length` values of `buffer`, `stride` apart from `first` (`length ≤ stride`).
+#[inline(always)]
+fn strided_lines_mut<T, const N: usize>(buffer: &mut [T], first: usize, stride: usize, length: usize) -> [&mut [T]; N] {
+    let mut lines = buffer[first..].chunks_mut(stride).map(|line| &mut line[..length]);
+    core::array::from_fn(|_| lines.next().expect("N lines"))
+}
+
+/// [`strided_lines_mut`], for reading.
+#[inline(always)]
+fn strided_lines<T, const N: usize>(buffer: &[T], first: usize, stride: usize, length: usize) -> [&[T]; N] {
+    core::array::from_fn(|line| &buffer[first + line * stride..][..length])
 }
 
 /// `V = Bᵀ d B` of every tile of the tile rows `batch` and every input channel, into
@@ -427,40 +563,59 @@ impl<T: ConvElement> PassScratch<T> {
 // as in Flex's other kernels.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
-fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
+fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement, const M: usize, const P: usize>(
     transformed: &mut [T],
     input: &[T],
     g: &Geometry,
-    tiling: Tiling,
+    tiling: Tiling<M, P>,
     batch: Range<usize>,
-) {
+) where
+    Tile<M, P>: Transforms<M, P>,
+{
     let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
-    let PassScratch { even, odd, lines, .. } = &mut PassScratch::new(columns, tiles);
+    let PassScratch {
+        heads,
+        tails,
+        lines,
+        row: padded,
+        ..
+    } = &mut PassScratch::new(tiling, tiles);
+    let left = g.padding[1];
     for channel in 0..g.channels_in {
-        // Along each of the patches' four rows, tile row by tile row…
-        for (offset, index) in batch.clone().enumerate() {
-            let place = tiling.tile_row(g, index);
-            let plane = &input[(place.sample * g.channels_in + channel) * g.in_plane()..][..g.in_plane()];
-            for row in 0..4 {
+        for row in 0..P {
+            // Row `row` of each tile row's patches, split into the patches' columns…
+            for (offset, index) in batch.clone().enumerate() {
+                let place = tiling.tile_row(g, index);
+                let plane = &input[(place.sample * g.channels_in + channel) * g.in_plane()..][..g.in_plane()];
                 let y = place.in_y + row as isize;
                 let source = (y >= 0 && (y as usize) < g.in_h).then(|| &plane[y as usize * g.in_w..][..g.in_w]);
-                split_even_odd(even, odd, source, first_input_column(g));
-                let outputs = four_lines_mut(lines, row * 4 * tiles + offset * columns, tiles, columns);
-                across(
-                    outputs,
-                    [&even[..columns], &odd[..columns], &even[1..], &odd[1..]],
-                    line::input,
-                );
+                place_row(padded, source, left, g.in_w);
+                let at = offset * columns;
+                deinterleave::<T, M, M>(padded, strided_lines_mut(heads, at, tiles, columns));
+                deinterleave::<T, M, 2>(&padded[M..], strided_lines_mut(tails, at, tiles, columns));
             }
+            // …then transformed along that row of every patch of the batch at once…
+            let inputs: [&[T]; P] = core::array::from_fn(|i| {
+                if i < M {
+                    &heads[i * tiles..][..tiles]
+                } else {
+                    &tails[(i - M) * tiles..][..tiles]
+                }
+            });
+            across(
+                strided_lines_mut(lines, row * P * tiles, tiles, tiles),
+                inputs,
+                Tile::<M, P>::input,
+            );
         }
-        // …then down their columns, for the whole batch at once.
-        for point_column in 0..4 {
-            let vertical = four_lines(lines, point_column * tiles, 4 * tiles, tiles);
+        // …and down their columns.
+        for point_column in 0..P {
+            let vertical: [&[T]; P] = strided_lines(lines, point_column * tiles, P * tiles, tiles);
             let first = (point_column * g.channels_in + channel) * tiles;
             across(
-                four_lines_mut(transformed, first, 4 * g.channels_in * tiles, tiles),
+                strided_lines_mut(transformed, first, P * g.channels_in * tiles, tiles),
                 vertical,
-                line::input,
+                Tile::<M, P>::input,
             );
         }
     }
@@ -472,32 +627,46 @@ fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
 // as in Flex's other kernels.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
-fn transform_output_gradient<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
+fn transform_output_gradient<
+    #[cfg(feature = "simd")] S: macerator::Simd,
+    T: ConvElement,
+    const M: usize,
+    const P: usize,
+>(
     transformed: &mut [T],
     output_grad: &[T],
     g: &Geometry,
-    tiling: Tiling,
+    tiling: Tiling<M, P>,
     batch: Range<usize>,
-) {
+) where
+    Tile<M, P>: Transforms<M, P>,
+{
     let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
-    let PassScratch { even, odd, lines, .. } = &mut PassScratch::new(columns, tiles);
+    let PassScratch {
+        heads,
+        lines,
+        row: padded,
+        ..
+    } = &mut PassScratch::new(tiling, tiles);
     for channel in 0..g.channels_out {
-        for (offset, index) in batch.clone().enumerate() {
-            let place = tiling.tile_row(g, index);
-            let plane = &output_grad[(place.sample * g.channels_out + channel) * g.out_plane()..][..g.out_plane()];
-            for row in 0..2 {
+        for row in 0..M {
+            for (offset, index) in batch.clone().enumerate() {
+                let place = tiling.tile_row(g, index);
+                let plane = &output_grad[(place.sample * g.channels_out + channel) * g.out_plane()..][..g.out_plane()];
                 let y = place.out_y + row;
                 let source = (y < g.out_h).then(|| &plane[y * g.out_w..][..g.out_w]);
-                split_even_odd(even, odd, source, 0);
-                let outputs = four_lines_mut(lines, row * 4 * tiles + offset * columns, tiles, columns);
-                across(outputs, [&even[..columns], &odd[..columns]], line::output_transposed);
+                place_row(padded, source, 0, g.out_w);
+                deinterleave::<T, M, M>(padded, strided_lines_mut(heads, offset * columns, tiles, columns));
             }
+            let inputs: [&[T]; M] = strided_lines(heads, 0, tiles, tiles);
+            let outputs = strided_lines_mut(lines, row * P * tiles, tiles, tiles);
+            across(outputs, inputs, Tile::<M, P>::output_transposed);
         }
-        for point_column in 0..4 {
-            let [first_row, second_row, ..] = four_lines(lines, point_column * tiles, 4 * tiles, tiles);
+        for point_column in 0..P {
+            let vertical: [&[T]; M] = strided_lines(lines, point_column * tiles, P * tiles, tiles);
             let first = (point_column * g.channels_out + channel) * tiles;
-            let outputs = four_lines_mut(transformed, first, 4 * g.channels_out * tiles, tiles);
-            across(outputs, [first_row, second_row], line::output_transposed);
+            let outputs = strided_lines_mut(transformed, first, P * g.channels_out * tiles, tiles);
+            across(outputs, vertical, Tile::<M, P>::output_transposed);
         }
     }
 }
@@ -508,47 +677,49 @@ fn transform_output_gradient<#[cfg(feature = "simd")] S: macerator::Simd, T: Con
 // as in Flex's other kernels. `with_simd` needs the bias's lifetime named.
 #[allow(clippy::extra_unused_type_parameters, clippy::needless_lifetimes)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
-fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
+fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement, const M: usize, const P: usize>(
     output: SharedBuffer<T>,
     transformed: &[T],
     bias: Option<&'a [T]>,
     g: &Geometry,
-    tiling: Tiling,
+    tiling: Tiling<M, P>,
     batch: Range<usize>,
-) {
+) where
+    Tile<M, P>: Transforms<M, P>,
+{
     let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
     let PassScratch {
-        even,
-        odd,
+        heads,
         lines,
         row: interleaved,
         ..
-    } = &mut PassScratch::new(columns, tiles);
+    } = &mut PassScratch::new(tiling, tiles);
     for channel in 0..g.channels_out {
         let bias = bias.map_or(T::zero(), |bias| bias[channel]);
-        // Down the points' columns into two rows, for the whole batch at once…
-        for point_column in 0..4 {
+        // Down the points' columns into `M` rows, for the whole batch at once…
+        for point_column in 0..P {
             let first = (point_column * g.channels_out + channel) * tiles;
-            let vertical = four_lines(transformed, first, 4 * g.channels_out * tiles, tiles);
-            let (first_row, second_row) = lines.split_at_mut(4 * tiles);
-            let outputs = [
-                &mut first_row[point_column * tiles..][..tiles],
-                &mut second_row[point_column * tiles..][..tiles],
-            ];
-            across(outputs, vertical, line::output);
+            let vertical: [&[T]; P] = strided_lines(transformed, first, P * g.channels_out * tiles, tiles);
+            let outputs: [&mut [T]; M] = strided_lines_mut(lines, point_column * tiles, P * tiles, tiles);
+            across(outputs, vertical, Tile::<M, P>::output);
         }
-        // …then along each row, tile row by tile row.
-        for (offset, index) in batch.clone().enumerate() {
-            let place = tiling.tile_row(g, index);
-            for row in (0..2).filter(|row| place.out_y + row < g.out_h) {
-                let inputs = four_lines(lines, row * 4 * tiles + offset * columns, tiles, columns);
-                across([&mut even[..columns], &mut odd[..columns]], inputs, line::output);
-                interleave(interleaved, &even[..columns], &odd[..columns], |_, value| value + bias);
+        for row in 0..M {
+            // …then along each row of every tile…
+            let inputs: [&[T]; P] = strided_lines(lines, row * P * tiles, tiles, tiles);
+            across(strided_lines_mut(heads, 0, tiles, tiles), inputs, Tile::<M, P>::output);
+            // …into the output, tile row by tile row.
+            for (offset, index) in batch.clone().enumerate() {
+                let place = tiling.tile_row(g, index);
+                if place.out_y + row >= g.out_h {
+                    continue;
+                }
+                let phases: [&[T]; M] = strided_lines(heads, offset * columns, tiles, columns);
+                interleave::<T, M, M>(interleaved, phases, |_, value| value + bias);
                 let at = (place.sample * g.channels_out + channel) * g.out_plane() + (place.out_y + row) * g.out_w;
                 // SAFETY: one output row of this sample and channel, `out_w` elements inside
                 // the buffer; each output row belongs to one tile row, and each tile row to one
-                // batch. `interleave` has just written the first `2 × columns ≥ out_w` values of
-                // `interleaved`.
+                // batch. `interleave` has just written the first `M × columns ≥ out_w` values
+                // of `interleaved`.
                 unsafe { core::ptr::copy_nonoverlapping(interleaved.as_ptr(), output.start().add(at), g.out_w) };
             }
         }
@@ -561,49 +732,56 @@ fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElem
 // as in Flex's other kernels.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
-fn add_input_patches<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement>(
+fn add_input_patches<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement, const M: usize, const P: usize>(
     gradient: &mut [T],
     first_sample: usize,
     transformed: &[T],
     g: &Geometry,
-    tiling: Tiling,
+    tiling: Tiling<M, P>,
     batch: Range<usize>,
-) {
+) where
+    Tile<M, P>: Transforms<M, P>,
+{
     let (columns, tiles) = (tiling.columns, batch.len() * tiling.columns);
     let PassScratch {
         lines,
+        patches,
         row: padded,
-        spare,
         ..
-    } = &mut PassScratch::new(columns, tiles);
+    } = &mut PassScratch::new(tiling, tiles);
     for channel in 0..g.channels_in {
-        for point_column in 0..4 {
+        for point_column in 0..P {
             let first = (point_column * g.channels_in + channel) * tiles;
-            let vertical = four_lines(transformed, first, 4 * g.channels_in * tiles, tiles);
+            let vertical: [&[T]; P] = strided_lines(transformed, first, P * g.channels_in * tiles, tiles);
             across(
-                four_lines_mut(lines, point_column * tiles, 4 * tiles, tiles),
+                strided_lines_mut(lines, point_column * tiles, P * tiles, tiles),
                 vertical,
-                line::input_transposed,
+                Tile::<M, P>::input_transposed,
             );
         }
-        for (offset, index) in batch.clone().enumerate() {
-            let place = tiling.tile_row(g, index);
-            let plane_start = ((place.sample - first_sample) * g.channels_in + channel) * g.in_plane();
-            let plane = &mut gradient[plane_start..][..g.in_plane()];
-            for row in 0..4 {
+        for row in 0..P {
+            // Along that row of every patch of the batch at once…
+            let inputs: [&[T]; P] = strided_lines(lines, row * P * tiles, tiles, tiles);
+            across(
+                strided_lines_mut(patches, 0, tiles, tiles),
+                inputs,
+                Tile::<M, P>::input_transposed,
+            );
+            // …then summed into the gradient, tile row by tile row: `P` values per tile,
+            // overlapping the next tile's by two.
+            for (offset, index) in batch.clone().enumerate() {
+                let place = tiling.tile_row(g, index);
                 let y = place.in_y + row as isize;
                 if y < 0 || y as usize >= g.in_h {
                     continue;
                 }
-                // Along the row: four values per tile, overlapping the next tile's by two.
-                let inputs = four_lines(lines, row * 4 * tiles + offset * columns, tiles, columns);
-                let [c0, c1, c2, c3] = four_lines_mut(spare, 0, columns, columns);
-                across([&mut *c0, &mut *c1, &mut *c2, &mut *c3], inputs, line::input_transposed);
-                padded[2 * columns..].fill(T::zero());
-                interleave(padded, c0, c1, |_, value| value);
-                interleave(&mut padded[2..], c2, c3, |sum, value| sum + value);
+                let patch: [&[T]; P] = strided_lines(patches, offset * columns, tiles, columns);
+                padded[M * columns..].fill(T::zero());
+                interleave::<T, M, M>(padded, core::array::from_fn(|j| patch[j]), |_, value| value);
+                interleave::<T, M, 2>(&mut padded[M..], [patch[M], patch[M + 1]], |sum, value| sum + value);
+                let plane_start = ((place.sample - first_sample) * g.channels_in + channel) * g.in_plane();
                 add_padded_row(
-                    &mut plane[y as usize * g.in_w..][..g.in_w],
+                    &mut gradient[plane_start + y as usize * g.in_w..][..g.in_w],
                     padded,
                     first_input_column(g),
                 );
@@ -621,24 +799,25 @@ fn add_padded_row<T: ConvElement>(row: &mut [T], padded: &[T], first: isize) {
     }
 }
 
-/// The products of one batch: for each point, `destination[p] (rows × tiles) =
+/// The products of one batch: for each of `points` points, `destination[p] (rows × tiles) =
 /// left[p] (rows × depth) · right[p] (depth × tiles)`, where `right[p]` is laid out
 /// `[depth, tiles]` and `left[p]` is given by its strides inside a `[point, ...]` buffer.
 ///
 /// # Safety
 ///
-/// `left` must address `POINTS` blocks of `left_point_len` elements, each a `rows × depth`
+/// `left` must address `points` blocks of `left_point_len` elements, each a `rows × depth`
 /// matrix with the strides of `left`, inside one live allocation.
 #[allow(clippy::too_many_arguments)]
 unsafe fn multiply_points<T: ConvElement>(
     destination: &mut [T],
     [rows, depth, tiles]: [usize; 3],
+    points: usize,
     left: Operand<T>,
     left_point_len: usize,
     right: &[T],
 ) {
-    assert!(destination.len() >= POINTS * rows * tiles && right.len() >= POINTS * depth * tiles);
-    for point in 0..POINTS {
+    assert!(destination.len() >= points * rows * tiles && right.len() >= points * depth * tiles);
+    for point in 0..points {
         // SAFETY: point `point`'s blocks of `destination` and `right` are in bounds (asserted
         // above) and the caller guarantees `left`'s; `destination` is borrowed mutably here.
         unsafe {
@@ -669,32 +848,39 @@ pub(super) fn forward<T: ConvElement>(
     bias: Option<&[T]>,
     g: &Geometry,
 ) {
-    forward_tiled(output, x, weight, bias, g, Tiling::new(g, TRANSFORMED_ELEMENTS));
+    match TileSide::of(g) {
+        TileSide::Two => forward_tiled(output, x, weight, bias, g, Tiling::<2, 4>::new(g, TRANSFORMED_ELEMENTS)),
+        TileSide::Four => forward_tiled(output, x, weight, bias, g, Tiling::<4, 6>::new(g, TRANSFORMED_ELEMENTS)),
+    }
 }
 
-fn forward_tiled<T: ConvElement>(
+fn forward_tiled<T: ConvElement, const M: usize, const P: usize>(
     output: SharedBuffer<T>,
     x: &[T],
     weight: &[T],
     bias: Option<&[T]>,
     g: &Geometry,
-    tiling: Tiling,
-) {
-    let transformed_weight = transformed_weight(weight, g);
+    tiling: Tiling<M, P>,
+) where
+    Tile<M, P>: Transforms<M, P>,
+{
+    let points = Tiling::<M, P>::POINTS;
+    let transformed_weight = transformed_weight::<T, M, P>(weight, g);
     let batches: Vec<Range<usize>> = tiling.batches(0..g.batch).collect();
     let (cin, cout) = (g.channels_in, g.channels_out);
-    let scratch_len = POINTS * (cin + cout) * tiling.tiles_per_batch();
+    let scratch_len = points * (cin + cout) * tiling.tiles_per_batch();
     super::for_each_index_with_columns(batches.len(), scratch_len, |scratch: &mut [T], index| {
         let batch = batches[index].clone();
         let tiles = batch.len() * tiling.columns;
-        let (input_points, output_points) = scratch.split_at_mut(POINTS * cin * tiles);
+        let (input_points, output_points) = scratch.split_at_mut(points * cin * tiles);
         transform_input(input_points, x, g, tiling, batch.clone());
-        // SAFETY: `transformed_weight` holds POINTS blocks of `cin × cout`, read as their
+        // SAFETY: `transformed_weight` holds `points` blocks of `cin × cout`, read as their
         // transposes `cout × cin` (row stride 1, column stride `cout`).
         unsafe {
             multiply_points(
                 output_points,
                 [cout, cin, tiles],
+                points,
                 Operand {
                     pointer: transformed_weight.as_ptr(),
                     column_stride: cout as isize,
@@ -716,22 +902,40 @@ pub(super) fn input_gradient<T: ConvElement>(
     output_grad: &[T],
     g: &Geometry,
 ) {
-    input_gradient_tiled(input_grad, weight, output_grad, g, Tiling::new(g, TRANSFORMED_ELEMENTS));
+    match TileSide::of(g) {
+        TileSide::Two => input_gradient_tiled(
+            input_grad,
+            weight,
+            output_grad,
+            g,
+            Tiling::<2, 4>::new(g, TRANSFORMED_ELEMENTS),
+        ),
+        TileSide::Four => input_gradient_tiled(
+            input_grad,
+            weight,
+            output_grad,
+            g,
+            Tiling::<4, 6>::new(g, TRANSFORMED_ELEMENTS),
+        ),
+    }
 }
 
-fn input_gradient_tiled<T: ConvElement>(
+fn input_gradient_tiled<T: ConvElement, const M: usize, const P: usize>(
     input_grad: SharedBuffer<T>,
     weight: &[T],
     output_grad: &[T],
     g: &Geometry,
-    tiling: Tiling,
-) {
-    let transformed_weight = transformed_weight(weight, g);
+    tiling: Tiling<M, P>,
+) where
+    Tile<M, P>: Transforms<M, P>,
+{
+    let points = Tiling::<M, P>::POINTS;
+    let transformed_weight = transformed_weight::<T, M, P>(weight, g);
     let (cin, cout) = (g.channels_in, g.channels_out);
     let sample_len = cin * g.in_plane();
     // The input patches of neighbouring tiles overlap, so one job owns whole samples.
     let samples_per_job = (tiling.rows_per_batch / tiling.rows).max(1);
-    let scratch_len = POINTS * (cin + cout) * tiling.tiles_per_batch();
+    let scratch_len = points * (cin + cout) * tiling.tiles_per_batch();
     super::for_each_index_with_columns(
         g.batch.div_ceil(samples_per_job),
         scratch_len,
@@ -746,13 +950,14 @@ fn input_gradient_tiled<T: ConvElement>(
             };
             for batch in tiling.batches(samples.clone()) {
                 let tiles = batch.len() * tiling.columns;
-                let (output_points, input_points) = scratch.split_at_mut(POINTS * cout * tiles);
+                let (output_points, input_points) = scratch.split_at_mut(points * cout * tiles);
                 transform_output_gradient(output_points, output_grad, g, tiling, batch.clone());
-                // SAFETY: `transformed_weight` holds POINTS blocks of `cin × cout`, row-major.
+                // SAFETY: `transformed_weight` holds `points` blocks of `cin × cout`, row-major.
                 unsafe {
                     multiply_points(
                         input_points,
                         [cin, cout, tiles],
+                        points,
                         Operand {
                             pointer: transformed_weight.as_ptr(),
                             column_stride: 1,
@@ -770,29 +975,41 @@ fn input_gradient_tiled<T: ConvElement>(
 
 /// The gradient of the weight, `[channels_out, channels_in, 3, 3]`.
 pub(super) fn weight_gradient<T: ConvElement>(x: &[T], output_grad: &[T], g: &Geometry) -> Vec<T> {
-    weight_gradient_tiled(x, output_grad, g, Tiling::new(g, TRANSFORMED_ELEMENTS))
+    match TileSide::of(g) {
+        TileSide::Two => weight_gradient_tiled(x, output_grad, g, Tiling::<2, 4>::new(g, TRANSFORMED_ELEMENTS)),
+        TileSide::Four => weight_gradient_tiled(x, output_grad, g, Tiling::<4, 6>::new(g, TRANSFORMED_ELEMENTS)),
+    }
 }
 
-fn weight_gradient_tiled<T: ConvElement>(x: &[T], output_grad: &[T], g: &Geometry, tiling: Tiling) -> Vec<T> {
+fn weight_gradient_tiled<T: ConvElement, const M: usize, const P: usize>(
+    x: &[T],
+    output_grad: &[T],
+    g: &Geometry,
+    tiling: Tiling<M, P>,
+) -> Vec<T>
+where
+    Tile<M, P>: Transforms<M, P>,
+{
+    let points = Tiling::<M, P>::POINTS;
     let (cin, cout) = (g.channels_in, g.channels_out);
-    let transformed_len = POINTS * cin * cout;
+    let transformed_len = points * cin * cout;
     let parts = partial_sums(g.batch);
     let samples_per_part = g.batch.div_ceil(parts);
     let mut partials = vec![T::zero(); parts * transformed_len];
     let partials_pointer = SharedBuffer(partials.as_mut_ptr());
     for_each_index(parts, |part| {
         let samples = part * samples_per_part..((part + 1) * samples_per_part).min(g.batch);
-        let mut scratch = vec![T::zero(); POINTS * (cin + cout) * tiling.tiles_per_batch()];
+        let mut scratch = vec![T::zero(); points * (cin + cout) * tiling.tiles_per_batch()];
         // SAFETY: part `part` alone writes its partial sum, inside `partials`.
         let partial = unsafe {
             core::slice::from_raw_parts_mut(partials_pointer.start().add(part * transformed_len), transformed_len)
         };
         for batch in tiling.batches(samples) {
             let tiles = batch.len() * tiling.columns;
-            let (input_points, output_points) = scratch.split_at_mut(POINTS * cin * tiles);
+            let (input_points, output_points) = scratch.split_at_mut(points * cin * tiles);
             transform_input(input_points, x, g, tiling, batch.clone());
             transform_output_gradient(output_points, output_grad, g, tiling, batch);
-            for point in 0..POINTS {
+            for point in 0..points {
                 // SAFETY: point `point`'s blocks of the three buffers, in bounds; `partial` is
                 // this part's alone.
                 unsafe {
@@ -822,7 +1039,7 @@ fn weight_gradient_tiled<T: ConvElement>(x: &[T], output_grad: &[T], g: &Geometr
             .zip(partial)
             .for_each(|(sum, &value)| *sum = *sum + value);
     }
-    weight_from_transformed(total, g)
+    weight_from_transformed::<T, M, P>(total, g)
 }
 
 #[cfg(test)]
@@ -908,6 +1125,20 @@ mod tests {
                 input: [5, 27],
                 padding: [(1, 1), (1, 1)],
             },
+            // Rows of 4 × 4 tiles of one block and one more (34 outputs across: 9 tiles; 17 of
+            // 2 × 2), and of a block and a half block (47 across: 12 tiles; 24 of 2 × 2).
+            Case {
+                batch: 1,
+                channels: [2, 3],
+                input: [6, 34],
+                padding: [(1, 1), (1, 1)],
+            },
+            Case {
+                batch: 2,
+                channels: [2, 2],
+                input: [5, 47],
+                padding: [(0, 2), (1, 1)],
+            },
             // Rows of a block of tiles and three more (22 outputs across: 11 tiles), batch 1.
             Case {
                 batch: 1,
@@ -975,9 +1206,12 @@ mod tests {
         }
     }
 
-    /// Winograd's three passes in `T` against the definition, with batches of `rows_per_batch`
-    /// tile rows.
-    fn check<T: ConvElement>(case: &Case, rows_per_batch: usize, tolerance: f64) {
+    /// Winograd's three passes in `T` with tiles of `M × M` against the definition, with batches
+    /// of `rows_per_batch` tile rows.
+    fn check<T: ConvElement, const M: usize, const P: usize>(case: &Case, rows_per_batch: usize, tolerance: f64)
+    where
+        Tile<M, P>: Transforms<M, P>,
+    {
         let g = case.geometry();
         let convert = |values: Vec<f64>| -> Vec<T> {
             values
@@ -991,9 +1225,9 @@ mod tests {
         let upstream = values(g.batch * g.channels_out * g.out_plane(), 4);
         let [output, input_grad, weight_grad] = reference(&g, &x, &w, &bias, &upstream);
         let (x, w, bias, upstream) = (convert(x), convert(w), convert(bias), convert(upstream));
-        let tiling = Tiling::new(
+        let tiling = Tiling::<M, P>::new(
             &g,
-            rows_per_batch * g.out_w.div_ceil(2) * POINTS * (g.channels_in + g.channels_out),
+            rows_per_batch * g.out_w.div_ceil(M) * Tiling::<M, P>::POINTS * (g.channels_in + g.channels_out),
         );
         let what = |pass: &str| {
             format!(
@@ -1027,7 +1261,8 @@ mod tests {
     fn winograd_matches_the_definition_in_f64() {
         for case in cases() {
             for rows_per_batch in [1, 2, 1000] {
-                check::<f64>(&case, rows_per_batch, 1e-12);
+                check::<f64, 2, 4>(&case, rows_per_batch, 1e-12);
+                check::<f64, 4, 6>(&case, rows_per_batch, 1e-12);
             }
         }
     }
@@ -1035,8 +1270,59 @@ mod tests {
     #[test]
     fn winograd_matches_the_definition_in_f32() {
         for case in cases() {
-            check::<f32>(&case, 2, 1e-5);
+            check::<f32, 2, 4>(&case, 2, 1e-5);
+            check::<f32, 4, 6>(&case, 2, 1e-5);
         }
+    }
+
+    /// Each 1D transform of F(4 × 4, 3 × 3) against its matrix, and the pair's identity:
+    /// `Aᵀ ((G w) ⊙ (Bᵀ d))` is the correlation of `d` with `w`.
+    #[test]
+    fn the_large_tile_transforms_are_lavin_and_grays_matrices() {
+        let input_matrix: [[f64; 6]; 6] = [
+            [4.0, 0.0, -5.0, 0.0, 1.0, 0.0],
+            [0.0, -4.0, -4.0, 1.0, 1.0, 0.0],
+            [0.0, 4.0, -4.0, -1.0, 1.0, 0.0],
+            [0.0, -2.0, -1.0, 2.0, 1.0, 0.0],
+            [0.0, 2.0, -1.0, -2.0, 1.0, 0.0],
+            [0.0, 4.0, 0.0, -5.0, 0.0, 1.0],
+        ];
+        let times = |matrix: &[[f64; 6]; 6], v: [f64; 6], transposed: bool| -> [f64; 6] {
+            core::array::from_fn(|row| {
+                (0..6)
+                    .map(|column| if transposed { matrix[column][row] } else { matrix[row][column] } * v[column])
+                    .sum()
+            })
+        };
+        let values = values(6 + 6 + 3 + 4, 5);
+        let d: [f64; 6] = core::array::from_fn(|i| values[i]);
+        let v: [f64; 6] = core::array::from_fn(|i| values[6 + i]);
+        let w: [f64; 3] = core::array::from_fn(|i| values[12 + i]);
+        let y: [f64; 4] = core::array::from_fn(|i| values[15 + i]);
+        let close = |what: &str, got: &[f64], want: &[f64]| {
+            for (index, (got, want)) in got.iter().zip(want).enumerate() {
+                assert!((got - want).abs() < 1e-12, "{what}[{index}]: {got} instead of {want}");
+            }
+        };
+        close("Bᵀ d", &Tile::<4, 6>::input(d), &times(&input_matrix, d, false));
+        close(
+            "B v",
+            &Tile::<4, 6>::input_transposed(v),
+            &times(&input_matrix, v, true),
+        );
+        // The other pairs: ⟨L a, b⟩ = ⟨a, Lᵀ b⟩ for every a and b.
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>();
+        let gw = Tile::<4, 6>::weight(w);
+        close(
+            "⟨G w, v⟩",
+            &[dot(&gw, &v)],
+            &[dot(&w, &Tile::<4, 6>::weight_transposed(v))],
+        );
+        let ay = Tile::<4, 6>::output_transposed(y);
+        close("⟨A y, v⟩", &[dot(&ay, &v)], &[dot(&y, &Tile::<4, 6>::output(v))]);
+        let product: [f64; 6] = core::array::from_fn(|i| gw[i] * Tile::<4, 6>::input(d)[i]);
+        let correlation: [f64; 4] = core::array::from_fn(|x| (0..3).map(|k| d[x + k] * w[k]).sum());
+        close("Aᵀ (G w ⊙ Bᵀ d)", &Tile::<4, 6>::output(product), &correlation);
     }
 
     #[test]
@@ -1075,6 +1361,18 @@ mod tests {
             "{} tiles across",
             (side - 2).div_ceil(2)
         );
+        assert_eq!(
+            TileSide::of(&g),
+            TileSide::Two,
+            "{} tiles of 4 across",
+            side.div_ceil(4)
+        );
+        let broad = Case {
+            input: [side, 4 * MIN_LARGE_TILE_COLUMNS],
+            ..case
+        };
+        assert!(applies::<f32>(&broad.geometry()));
+        assert_eq!(TileSide::of(&broad.geometry()), TileSide::Four);
         let strided = Geometry { stride: [2, 1], ..g };
         let dilated = Geometry { dilation: [1, 2], ..g };
         let grouped = Geometry { groups: 2, ..g };
