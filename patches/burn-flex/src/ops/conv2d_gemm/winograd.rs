@@ -30,9 +30,10 @@
 //! a time ([`TRANSFORMED_ELEMENTS`] bounds a batch's buffers), so memory stays bounded for
 //! large images and the products stay in a core's cache. Transformed values are laid out
 //! `[point, channel, tile]`, tiles contiguous, so that both the transforms and the products
-//! walk memory in order. The transforms run a tile row at a time in fixed-size blocks of
-//! tiles ([`BLOCK`]) and, with the `simd` feature, are compiled once per instruction set and
-//! chosen at run time (`macerator::with_simd`, as the rest of Flex's kernels are), so that
+//! walk memory in order. The transforms run in fixed-size blocks of tiles ([`BLOCK`]), the
+//! passes along the rows over a whole batch at once (each tile row's part gathered first),
+//! and, with the `simd` feature, are compiled once per instruction set and chosen at run time
+//! (`macerator::with_simd`, as the rest of Flex's kernels are), so that
 //! they are vector code on the CPU they run on.
 //!
 //! Used for 3 × 3 kernels with stride 1, dilation 1 and one group, any padding, when both
@@ -56,16 +57,16 @@ const TRANSFORMED_ELEMENTS: usize = 256 * 1024;
 /// The fewest input and output channels for which this path is taken.
 pub(super) const MIN_CHANNELS: usize = 16;
 
-/// The fewest 2 × 2 tiles across the output for which this path is taken: the transforms along
-/// the rows run a row of tiles at a time, in vector blocks of 8 and 4 tiles and a scalar rest,
-/// and from 4 tiles across the three passes measured level with the columns path or ahead of it
-/// (docs/benchmarks.md has the per-op figures); narrower rows, which hold no whole block, keep
-/// the columns path.
+/// The fewest 2 × 2 tiles across the output for which this path is taken: from 4 tiles across
+/// the three passes measured level with the columns path or ahead of it (docs/benchmarks.md has
+/// the per-op figures, taken when the passes along the rows still ran one tile row at a time);
+/// narrower outputs were not measured and keep the columns path.
 pub(super) const MIN_TILE_COLUMNS: usize = 4;
 
 /// The fewest 4 × 4 tiles across the output for which F(4 × 4, 3 × 3) is taken instead of
-/// F(2 × 2, 3 × 3): a row of them must hold a whole half block (docs/benchmarks.md has the
-/// figures of both sizes).
+/// F(2 × 2, 3 × 3): at 4 across (16 × 16 outputs) it measured ahead, at 2 across (8 × 8) far
+/// behind in a first build whose row passes ran one tile row at a time, and 3 across was not
+/// measured (docs/benchmarks.md has the figures).
 pub(super) const MIN_LARGE_TILE_COLUMNS: usize = 4;
 
 /// Whether this path computes the convolution of `geometry` in `T`.
@@ -269,9 +270,9 @@ fn square<T: Copy, const I: usize, const O: usize>(x: [[T; I]; I], line: fn([T; 
 }
 
 /// The tiles of one convolution: `M × M` blocks of output (patches of `P × P`), `rows ×
-/// columns` per sample. They are transformed a tile row at a time (the `columns` tiles of one
-/// row of one sample; tile rows are numbered sample by sample), and a batch is a run of whole
-/// tile rows.
+/// columns` per sample. A tile row is the `columns` tiles of one row of one sample (tile rows
+/// are numbered sample by sample), and a batch, transformed and multiplied at once, is a run of
+/// whole tile rows.
 #[derive(Clone, Copy, Debug)]
 struct Tiling<const M: usize, const P: usize> {
     rows: usize,
@@ -330,16 +331,16 @@ impl<const M: usize, const P: usize> Tiling<M, P> {
     }
 }
 
-/// The first input column of every tile row's first patch: negative, in the padding.
+/// The first input column of every tile row's first patch: zero, or negative in the padding.
 #[inline(always)]
 fn first_input_column(g: &Geometry) -> isize {
     -(g.padding[1] as isize)
 }
 
 /// Values a 1D pass takes at once: a block of 8 f32 fills one AVX2 register, and what is left
-/// of a row goes by half blocks, then one by one. Written as fixed-size arrays, a block compiles
-/// to vector instructions even on a row of one block, where the loop vectorizer alone leaves
-/// rows shorter than several registers to scalar code.
+/// of a line goes by half blocks, then one by one. Written as fixed-size arrays, a block
+/// compiles to vector instructions even on a line of one block, where the loop vectorizer alone
+/// leaves lines shorter than several registers to scalar code.
 const BLOCK: usize = 8;
 
 /// The `N` values of `line` from `start`.
@@ -371,7 +372,7 @@ macro_rules! by_blocks {
 }
 
 /// `outputs[o][k] = line(inputs[0][k], inputs[1][k], …)[o]` for every `k` below the outputs'
-/// length: one 1D transform applied across a row of tiles, by blocks.
+/// length: one 1D transform applied across a line of tiles, by blocks.
 #[inline(always)]
 fn across<T: Copy, const I: usize, const O: usize>(
     outputs: [&mut [T]; O],
@@ -1139,6 +1140,22 @@ mod tests {
                 input: [5, 47],
                 padding: [(0, 2), (1, 1)],
             },
+            // Padding on the left only, wider than the kernel's reach at the top and right of
+            // none: the zero-padded row filled to its last value for 2 × 2 tiles (18 outputs
+            // across).
+            Case {
+                batch: 1,
+                channels: [2, 2],
+                input: [3, 18],
+                padding: [(0, 3), (2, 0)],
+            },
+            // One input column inside wide padding.
+            Case {
+                batch: 1,
+                channels: [1, 2],
+                input: [2, 1],
+                padding: [(1, 0), (5, 4)],
+            },
             // Rows of a block of tiles and three more (22 outputs across: 11 tiles), batch 1.
             Case {
                 batch: 1,
@@ -1275,8 +1292,8 @@ mod tests {
         }
     }
 
-    /// Each 1D transform of F(4 × 4, 3 × 3) against its matrix, and the pair's identity:
-    /// `Aᵀ ((G w) ⊙ (Bᵀ d))` is the correlation of `d` with `w`.
+    /// Each 1D transform of F(4 × 4, 3 × 3) against its matrix (and its transpose), and the
+    /// three together: `Aᵀ ((G w) ⊙ (Bᵀ d))` is the correlation of `d` with `w`.
     #[test]
     fn the_large_tile_transforms_are_lavin_and_grays_matrices() {
         let input_matrix: [[f64; 6]; 6] = [
@@ -1287,40 +1304,57 @@ mod tests {
             [0.0, 2.0, -1.0, -2.0, 1.0, 0.0],
             [0.0, 4.0, 0.0, -5.0, 0.0, 1.0],
         ];
-        let times = |matrix: &[[f64; 6]; 6], v: [f64; 6], transposed: bool| -> [f64; 6] {
-            core::array::from_fn(|row| {
-                (0..6)
-                    .map(|column| if transposed { matrix[column][row] } else { matrix[row][column] } * v[column])
-                    .sum()
-            })
+        let (sixth, twelfth, twenty_fourth) = (1.0 / 6.0, 1.0 / 12.0, 1.0 / 24.0);
+        let weight_matrix: [[f64; 3]; 6] = [
+            [0.25, 0.0, 0.0],
+            [-sixth, -sixth, -sixth],
+            [-sixth, sixth, -sixth],
+            [twenty_fourth, twelfth, sixth],
+            [twenty_fourth, -twelfth, sixth],
+            [0.0, 0.0, 1.0],
+        ];
+        let output_matrix: [[f64; 6]; 4] = [
+            [1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+            [0.0, 1.0, -1.0, 2.0, -2.0, 0.0],
+            [0.0, 1.0, 1.0, 4.0, 4.0, 0.0],
+            [0.0, 1.0, -1.0, 8.0, -8.0, 1.0],
+        ];
+        fn times<const R: usize, const C: usize>(matrix: &[[f64; C]; R], v: [f64; C]) -> [f64; R] {
+            core::array::from_fn(|row| (0..C).map(|column| matrix[row][column] * v[column]).sum())
+        }
+        fn transposed_times<const R: usize, const C: usize>(matrix: &[[f64; C]; R], v: [f64; R]) -> [f64; C] {
+            core::array::from_fn(|column| (0..R).map(|row| matrix[row][column] * v[row]).sum())
+        }
+        let close = |what: &str, got: &[f64], want: &[f64]| {
+            assert_eq!(got.len(), want.len(), "{what}: length");
+            for (index, (got, want)) in got.iter().zip(want).enumerate() {
+                assert!((got - want).abs() < 1e-12, "{what}[{index}]: {got} instead of {want}");
+            }
         };
         let values = values(6 + 6 + 3 + 4, 5);
         let d: [f64; 6] = core::array::from_fn(|i| values[i]);
         let v: [f64; 6] = core::array::from_fn(|i| values[6 + i]);
         let w: [f64; 3] = core::array::from_fn(|i| values[12 + i]);
         let y: [f64; 4] = core::array::from_fn(|i| values[15 + i]);
-        let close = |what: &str, got: &[f64], want: &[f64]| {
-            for (index, (got, want)) in got.iter().zip(want).enumerate() {
-                assert!((got - want).abs() < 1e-12, "{what}[{index}]: {got} instead of {want}");
-            }
-        };
-        close("Bᵀ d", &Tile::<4, 6>::input(d), &times(&input_matrix, d, false));
+        close("Bᵀ d", &Tile::<4, 6>::input(d), &times(&input_matrix, d));
         close(
             "B v",
             &Tile::<4, 6>::input_transposed(v),
-            &times(&input_matrix, v, true),
+            &transposed_times(&input_matrix, v),
         );
-        // The other pairs: ⟨L a, b⟩ = ⟨a, Lᵀ b⟩ for every a and b.
-        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>();
-        let gw = Tile::<4, 6>::weight(w);
+        close("G w", &Tile::<4, 6>::weight(w), &times(&weight_matrix, w));
         close(
-            "⟨G w, v⟩",
-            &[dot(&gw, &v)],
-            &[dot(&w, &Tile::<4, 6>::weight_transposed(v))],
+            "Gᵀ v",
+            &Tile::<4, 6>::weight_transposed(v),
+            &transposed_times(&weight_matrix, v),
         );
-        let ay = Tile::<4, 6>::output_transposed(y);
-        close("⟨A y, v⟩", &[dot(&ay, &v)], &[dot(&y, &Tile::<4, 6>::output(v))]);
-        let product: [f64; 6] = core::array::from_fn(|i| gw[i] * Tile::<4, 6>::input(d)[i]);
+        close("Aᵀ v", &Tile::<4, 6>::output(v), &times(&output_matrix, v));
+        close(
+            "A y",
+            &Tile::<4, 6>::output_transposed(y),
+            &transposed_times(&output_matrix, y),
+        );
+        let product: [f64; 6] = core::array::from_fn(|i| Tile::<4, 6>::weight(w)[i] * Tile::<4, 6>::input(d)[i]);
         let correlation: [f64; 4] = core::array::from_fn(|x| (0..3).map(|k| d[x + k] * w[k]).sum());
         close("Aᵀ (G w ⊙ Bᵀ d)", &Tile::<4, 6>::output(product), &correlation);
     }
