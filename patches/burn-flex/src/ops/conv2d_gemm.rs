@@ -80,6 +80,15 @@ struct Geometry {
     groups: usize,
 }
 
+/// The output size along `axis` of a convolution of `input` values with a `kernel`-wide
+/// kernel: Burn's `calculate_conv_output_size_asymmetric`, checked (`None` where the kernel's
+/// reach exceeds the padded input, for which that function's subtraction would overflow).
+fn output_side(input: usize, kernel: usize, axis: usize, options: &ConvOptions<2>) -> Option<usize> {
+    let padded = input + options.padding_begin()[axis] + options.padding_end()[axis];
+    let reach = options.dilation[axis].checked_mul(kernel.checked_sub(1)?)?.checked_add(1)?;
+    Some(padded.checked_sub(reach)? / options.stride[axis].max(1) + 1)
+}
+
 impl Geometry {
     fn new(x_shape: &[usize], weight_shape: &[usize], out_hw: [usize; 2], options: &ConvOptions<2>) -> Self {
         Self {
@@ -100,15 +109,19 @@ impl Geometry {
     }
 
     /// The sizes of a gradient's convolution, whose output size is the output gradient's.
-    /// Panics, naming both shapes, when the output gradient is not `[batch, channels_out, ..]`
-    /// of `x` and the weight: the products read it through raw strides.
+    /// Panics, naming the shapes, when the output gradient is not the forward pass's output
+    /// shape for `x`, the weight and `options` (`[batch, channels_out, out_h, out_w]`): the
+    /// products read it through raw strides, and the transforms lay its rows inside the input's.
     fn of_gradient(x_shape: &[usize], weight_shape: &[usize], grad_shape: &[usize], options: &ConvOptions<2>) -> Self {
-        let expected = [x_shape[0], weight_shape[0]];
+        let expected = [
+            Some(x_shape[0]),
+            Some(weight_shape[0]),
+            output_side(x_shape[2], weight_shape[2], 0, options),
+            output_side(x_shape[3], weight_shape[3], 1, options),
+        ];
         assert!(
-            grad_shape.len() == 4 && grad_shape[..2] == expected,
-            "conv2d backward: the output gradient's shape {grad_shape:?} is not [{}, {}, _, _], for an input of shape {x_shape:?} and a weight of shape {weight_shape:?}",
-            expected[0],
-            expected[1],
+            grad_shape.len() == 4 && grad_shape.iter().zip(&expected).all(|(&side, &want)| Some(side) == want),
+            "conv2d backward: the output gradient's shape {grad_shape:?} is not the output shape {expected:?} of an input of shape {x_shape:?}, a weight of shape {weight_shape:?} and {options:?}",
         );
         Self::new(x_shape, weight_shape, [grad_shape[2], grad_shape[3]], options)
     }
