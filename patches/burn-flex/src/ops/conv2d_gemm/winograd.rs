@@ -282,7 +282,7 @@ struct Tiling<const M: usize, const P: usize> {
 }
 
 /// Where one tile row lies: its sample, its first output row, and the first input row of its
-/// patches (negative in the padding; their first input column is [`first_input_column`]).
+/// patches (negative in the padding; their first input column is `-padding[1]`).
 #[derive(Clone, Copy)]
 struct TileRow {
     sample: usize,
@@ -321,6 +321,11 @@ impl<const M: usize, const P: usize> Tiling<M, P> {
         }
     }
 
+    /// Where each tile row of `batch` lies, in order.
+    fn tile_rows(self, g: &Geometry, batch: Range<usize>) -> Vec<TileRow> {
+        batch.map(|index| self.tile_row(g, index)).collect()
+    }
+
     /// The batches of the tile rows of `samples`, in order.
     fn batches(self, samples: Range<usize>) -> impl Iterator<Item = Range<usize>> {
         let (first, end) = (samples.start * self.rows, samples.end * self.rows);
@@ -329,12 +334,6 @@ impl<const M: usize, const P: usize> Tiling<M, P> {
             .step_by(step)
             .map(move |start| start..(start + step).min(end))
     }
-}
-
-/// The first input column of every tile row's first patch: zero, or negative in the padding.
-#[inline(always)]
-fn first_input_column(g: &Geometry) -> isize {
-    -(g.padding[1] as isize)
 }
 
 /// Values a 1D pass takes at once: a block of 8 f32 fills one AVX2 register, and what is left
@@ -581,12 +580,12 @@ fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement, 
         row: padded,
         ..
     } = &mut PassScratch::new(tiling, tiles);
+    let places = tiling.tile_rows(g, batch);
     let left = g.padding[1];
     for channel in 0..g.channels_in {
         for row in 0..P {
             // Row `row` of each tile row's patches, split into the patches' columns…
-            for (offset, index) in batch.clone().enumerate() {
-                let place = tiling.tile_row(g, index);
+            for (offset, place) in places.iter().enumerate() {
                 let plane = &input[(place.sample * g.channels_in + channel) * g.in_plane()..][..g.in_plane()];
                 let y = place.in_y + row as isize;
                 let source = (y >= 0 && (y as usize) < g.in_h).then(|| &plane[y as usize * g.in_w..][..g.in_w]);
@@ -649,10 +648,10 @@ fn transform_output_gradient<
         row: padded,
         ..
     } = &mut PassScratch::new(tiling, tiles);
+    let places = tiling.tile_rows(g, batch);
     for channel in 0..g.channels_out {
         for row in 0..M {
-            for (offset, index) in batch.clone().enumerate() {
-                let place = tiling.tile_row(g, index);
+            for (offset, place) in places.iter().enumerate() {
                 let plane = &output_grad[(place.sample * g.channels_out + channel) * g.out_plane()..][..g.out_plane()];
                 let y = place.out_y + row;
                 let source = (y < g.out_h).then(|| &plane[y * g.out_w..][..g.out_w]);
@@ -695,6 +694,7 @@ fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElem
         row: interleaved,
         ..
     } = &mut PassScratch::new(tiling, tiles);
+    let places = tiling.tile_rows(g, batch);
     for channel in 0..g.channels_out {
         let bias = bias.map_or(T::zero(), |bias| bias[channel]);
         // Down the points' columns into `M` rows, for the whole batch at once…
@@ -709,8 +709,7 @@ fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: ConvElem
             let inputs: [&[T]; P] = strided_lines(lines, row * P * tiles, tiles, tiles);
             across(strided_lines_mut(heads, 0, tiles, tiles), inputs, Tile::<M, P>::output);
             // …into the output, tile row by tile row.
-            for (offset, index) in batch.clone().enumerate() {
-                let place = tiling.tile_row(g, index);
+            for (offset, place) in places.iter().enumerate() {
                 if place.out_y + row >= g.out_h {
                     continue;
                 }
@@ -750,6 +749,8 @@ fn add_input_patches<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement
         row: padded,
         ..
     } = &mut PassScratch::new(tiling, tiles);
+    let places = tiling.tile_rows(g, batch);
+    let left = g.padding[1];
     for channel in 0..g.channels_in {
         for point_column in 0..P {
             let first = (point_column * g.channels_in + channel) * tiles;
@@ -770,8 +771,7 @@ fn add_input_patches<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement
             );
             // …then summed into the gradient, tile row by tile row: `P` values per tile,
             // overlapping the next tile's by two.
-            for (offset, index) in batch.clone().enumerate() {
-                let place = tiling.tile_row(g, index);
+            for (offset, place) in places.iter().enumerate() {
                 let y = place.in_y + row as isize;
                 if y < 0 || y as usize >= g.in_h {
                     continue;
@@ -784,18 +784,17 @@ fn add_input_patches<#[cfg(feature = "simd")] S: macerator::Simd, T: ConvElement
                 add_padded_row(
                     &mut gradient[plane_start + y as usize * g.in_w..][..g.in_w],
                     padded,
-                    first_input_column(g),
+                    left,
                 );
             }
         }
     }
 }
 
-/// `row[x] += padded[x - first]` wherever `padded` covers `x` (`first` ≤ 0: the padding).
+/// `row[x] += padded[x + left]` wherever `padded` covers `x + left` (`left`: the padding).
 #[inline(always)]
-fn add_padded_row<T: ConvElement>(row: &mut [T], padded: &[T], first: isize) {
-    let skip = (-first) as usize;
-    for (sum, &value) in row.iter_mut().zip(padded.iter().skip(skip)) {
+fn add_padded_row<T: ConvElement>(row: &mut [T], padded: &[T], left: usize) {
+    for (sum, &value) in row.iter_mut().zip(&padded[left..]) {
         *sum = *sum + value;
     }
 }
