@@ -64,9 +64,9 @@ pub(super) const MIN_CHANNELS: usize = 16;
 pub(super) const MIN_TILE_COLUMNS: usize = 4;
 
 /// The fewest 4 × 4 tiles across the output for which F(4 × 4, 3 × 3) is taken instead of
-/// F(2 × 2, 3 × 3): at 4 across (16 × 16 outputs) it measured ahead, at 2 across (8 × 8) far
-/// behind in a first build whose row passes ran one tile row at a time, and 3 across was not
-/// measured (docs/benchmarks.md has the figures).
+/// F(2 × 2, 3 × 3): at 4 across (16 × 16 outputs) it measured ahead, at 2 across (8 × 8) behind,
+/// both in a first build whose row passes ran one tile row at a time and with the passes over
+/// whole batches; 3 across was not measured (docs/benchmarks.md has the figures).
 pub(super) const MIN_LARGE_TILE_COLUMNS: usize = 4;
 
 /// Whether this path computes the convolution of `geometry` in `T`.
