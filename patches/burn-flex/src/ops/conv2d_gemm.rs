@@ -82,9 +82,10 @@ struct Geometry {
 
 /// The output size along `axis` of a convolution of `input` values with a `kernel`-wide
 /// kernel: Burn's `calculate_conv_output_size_asymmetric`, checked (`None` where the kernel's
-/// reach exceeds the padded input, for which that function's subtraction would overflow).
+/// reach exceeds the padded input, for which that function's subtraction would overflow, and
+/// where the padded input's size itself overflows).
 fn output_side(input: usize, kernel: usize, axis: usize, options: &ConvOptions<2>) -> Option<usize> {
-    let padded = input + options.padding_begin()[axis] + options.padding_end()[axis];
+    let padded = input.checked_add(options.padding_begin()[axis])?.checked_add(options.padding_end()[axis])?;
     let reach = options.dilation[axis].checked_mul(kernel.checked_sub(1)?)?.checked_add(1)?;
     Some(padded.checked_sub(reach)? / options.stride[axis].max(1) + 1)
 }

@@ -1385,6 +1385,23 @@ mod tests {
         );
     }
 
+    /// Padding so large that the padded input's size overflows is refused with the shapes
+    /// named, not by an arithmetic overflow.
+    #[test]
+    #[should_panic(expected = "the output gradient's shape [1, 16, 16, 16] is not the output shape")]
+    fn padding_whose_sum_overflows_is_refused_with_the_shapes_named() {
+        use burn_backend::DType;
+        let zeros =
+            |shape: [usize; 4]| super::super::tensor_from(vec![0.0f32; shape.iter().product()], shape, DType::F32);
+        let options = ConvOptions::new_with_padding([1, 1], [(usize::MAX, 1), (1, 1)], [1, 1], 1);
+        super::super::conv2d_weight_backward(
+            zeros([1, 16, 16, 16]),
+            zeros([16, 16, 3, 3]),
+            zeros([1, 16, 16, 16]),
+            &options,
+        );
+    }
+
     #[test]
     fn winograd_is_taken_only_where_it_applies() {
         let side = 2 * MIN_TILE_COLUMNS;
