@@ -630,12 +630,24 @@ fn bias_gradient<T: ConvElement>(output_grad: FlexTensor, dtype: DType) -> FlexT
     let output_grad = output_grad.to_contiguous();
     let shape = output_grad.layout().shape().to_vec();
     let (channels, plane) = (shape[1], shape[2] * shape[3]);
-    let data: &[T] = output_grad.storage();
-    let mut sums = vec![T::zero(); channels];
-    for (index, values) in data.chunks(plane.max(1)).enumerate().take(shape[0] * channels) {
-        let sum = &mut sums[index % channels];
-        *sum = *sum + sum_in_lanes(values);
-    }
+    let data: &[T] = &output_grad.storage()[..shape[0] * channels * plane];
+    // One channel per task, its planes summed in sample order (the serial loop's order, so
+    // the sums are the same bit for bit), on rayon's pool where the gradient is large.
+    let channel_sum = |channel: usize| {
+        (0..shape[0]).fold(T::zero(), |sum, sample| {
+            let start = (sample * channels + channel) * plane;
+            sum + sum_in_lanes(&data[start..start + plane])
+        })
+    };
+    #[cfg(feature = "rayon")]
+    let sums: Vec<T> = if data.len() >= crate::ops::PARALLEL_THRESHOLD {
+        use rayon::prelude::*;
+        (0..channels).into_par_iter().map(channel_sum).collect()
+    } else {
+        (0..channels).map(channel_sum).collect()
+    };
+    #[cfg(not(feature = "rayon"))]
+    let sums: Vec<T> = (0..channels).map(channel_sum).collect();
     FlexTensor::new(Bytes::from_elems(sums), Layout::contiguous(Shape::from(vec![channels])), dtype)
 }
 

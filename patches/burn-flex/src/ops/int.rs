@@ -1012,12 +1012,10 @@ impl IntTensorOps<Flex> for Flex {
         // Helper macro to convert between types
         macro_rules! cast_impl {
             ($storage:ident, $dst_type:ty) => {{
-                Some(Bytes::from_elems(
-                    $storage
-                        .iter()
-                        .map(|&x| x as $dst_type)
-                        .collect::<Vec<$dst_type>>(),
-                ))
+                Some(Bytes::from_elems(crate::ops::elementwise::map_collect(
+                    $storage,
+                    |x| x as $dst_type,
+                )))
             }};
         }
 

@@ -101,6 +101,7 @@ mod conv2d_gemm;
 pub mod conv_transpose;
 pub mod cumulative;
 pub mod deform_conv;
+mod elementwise;
 pub mod expand;
 #[cfg(feature = "fft")]
 pub mod fft;
