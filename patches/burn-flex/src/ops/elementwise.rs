@@ -20,17 +20,10 @@ use core::mem::MaybeUninit;
 const ELEMENTS_PER_TASK: usize = 32 * 1024;
 
 /// Whether a loop over `len` elements is split across rayon's pool.
+#[cfg(feature = "rayon")]
 #[inline]
 fn runs_in_parallel(len: usize) -> bool {
-    #[cfg(feature = "rayon")]
-    {
-        len >= super::PARALLEL_THRESHOLD && rayon::current_num_threads() > 1
-    }
-    #[cfg(not(feature = "rayon"))]
-    {
-        let _ = len;
-        false
-    }
+    len >= super::PARALLEL_THRESHOLD && rayon::current_num_threads() > 1
 }
 
 /// `data[i] = op(data[i])` for every element.
