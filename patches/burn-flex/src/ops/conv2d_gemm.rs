@@ -763,3 +763,40 @@ pub(crate) fn conv2d_bias_backward(output_grad: FlexTensor) -> FlexTensor {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::conv2d_bias_backward;
+    use crate::{FlexTensor, Layout};
+    use alloc::vec::Vec;
+    use burn_backend::DType;
+    use burn_std::{Bytes, Shape};
+
+    /// The bias gradient of an output gradient of `shape`, against the definition (every
+    /// sample's and pixel's value of each channel summed in f64): small enough to stay on the
+    /// calling thread, and large enough (600,000 elements) to be split one channel per task.
+    #[test]
+    fn bias_gradient_sums_each_channel_over_samples_and_pixels() {
+        for shape in [[2usize, 3, 5, 7], [3, 5, 200, 200]] {
+            let [batch, channels, height, width] = shape;
+            let plane = height * width;
+            let values: Vec<f64> =
+                (0..batch * channels * plane).map(|index| ((index * 7919) % 1013) as f64 / 64.0 - 7.5).collect();
+            let tensor = FlexTensor::new(
+                Bytes::from_elems(values.clone()),
+                Layout::contiguous(Shape::from(shape.to_vec())),
+                DType::F64,
+            );
+            let gradient = conv2d_bias_backward(tensor);
+            assert_eq!(gradient.layout().shape().to_vec(), [channels], "shape {shape:?}");
+            let actual: &[f64] = gradient.storage();
+            for (channel, &sum) in actual.iter().enumerate() {
+                let expected: f64 = (0..batch)
+                    .flat_map(|sample| values[(sample * channels + channel) * plane..][..plane].iter())
+                    .sum();
+                let tolerance = 1e-9 * expected.abs().max(1.0);
+                assert!((sum - expected).abs() <= tolerance, "shape {shape:?}, channel {channel}: {sum} against {expected}");
+            }
+        }
+    }
+}
