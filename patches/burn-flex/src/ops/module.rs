@@ -512,44 +512,15 @@ impl ModuleOps<Flex> for Flex {
         ceil_mode: bool,
         indices_dtype: IntDType,
     ) -> MaxPool2dWithIndices<Flex> {
-        let (output, mut indices) = match x.dtype() {
-            DType::F32 => pool::max_pool2d_with_indices_f32(
-                x,
-                kernel_size,
-                stride,
-                padding,
-                dilation,
-                ceil_mode,
-            ),
-            DType::F64 => pool::max_pool2d_with_indices_f64(
-                x,
-                kernel_size,
-                stride,
-                padding,
-                dilation,
-                ceil_mode,
-            ),
-            DType::F16 => pool::max_pool2d_with_indices_f16(
-                x,
-                kernel_size,
-                stride,
-                padding,
-                dilation,
-                ceil_mode,
-            ),
-            DType::BF16 => pool::max_pool2d_with_indices_bf16(
-                x,
-                kernel_size,
-                stride,
-                padding,
-                dilation,
-                ceil_mode,
-            ),
-            dtype => panic!("max_pool2d_with_indices: unsupported dtype {:?}", dtype),
-        };
-        if indices.dtype() != DType::from(indices_dtype) {
-            indices = Flex::int_cast(indices, indices_dtype);
-        }
+        let (output, indices) = pool::max_pool2d_with_indices_as(
+            x,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices_dtype,
+        );
         MaxPool2dWithIndices::new(output, indices)
     }
 

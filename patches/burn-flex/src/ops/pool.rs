@@ -29,7 +29,7 @@ macro_rules! max_pool3d_with_indices_typed {
             dilation: [usize; 3],
             ceil_mode: bool,
         ) -> (FlexTensor, FlexTensor) {
-            max_pool3d_with_indices_impl::<$T>(
+            max_pool3d_with_indices_impl::<$T, i64>(
                 x,
                 kernel_size,
                 stride,
@@ -163,6 +163,125 @@ fn pool_output_size(
     }
 }
 
+/// The integer type a max pooling writes its indices in: `i64`, or `i32` when that is the type
+/// asked for, written directly rather than cast afterwards in a second pass over the indices.
+trait PoolIndex:
+    bytemuck::Pod + Send + Sync + core::ops::Add<Output = Self> + core::ops::Mul<Output = Self>
+{
+    /// The tensor's dtype for indices of this type.
+    const DTYPE: DType;
+
+    /// An offset inside one plane; callers check that the plane's offsets fit the type.
+    fn from_offset(offset: usize) -> Self;
+
+    /// `1` for true, `0` for false.
+    fn from_flag(flag: bool) -> Self;
+
+    /// An index computed in `i64`, where `-1` marks a window with no element inside the input.
+    fn from_window_index(index: i64) -> Self;
+}
+
+impl PoolIndex for i64 {
+    const DTYPE: DType = DType::I64;
+
+    fn from_offset(offset: usize) -> Self {
+        offset as i64
+    }
+
+    fn from_flag(flag: bool) -> Self {
+        flag as i64
+    }
+
+    fn from_window_index(index: i64) -> Self {
+        index
+    }
+}
+
+impl PoolIndex for i32 {
+    const DTYPE: DType = DType::I32;
+
+    fn from_offset(offset: usize) -> Self {
+        offset as i32
+    }
+
+    fn from_flag(flag: bool) -> Self {
+        flag as i32
+    }
+
+    fn from_window_index(index: i64) -> Self {
+        index as i32
+    }
+}
+
+/// 2D max pooling with its indices in `indices_dtype`, for the backend's
+/// `max_pool2d_with_indices`.
+///
+/// `i32` indices are written by the pooling itself when every offset of an input plane fits
+/// `i32`; other index types, and planes too large for `i32`, take `i64` indices and one cast, as
+/// the public per-dtype functions of this module return `i64`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn max_pool2d_with_indices_as(
+    x: FlexTensor,
+    kernel_size: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+    ceil_mode: bool,
+    indices_dtype: burn_std::IntDType,
+) -> (FlexTensor, FlexTensor) {
+    let [in_h, in_w] = [x.layout().shape()[2], x.layout().shape()[3]];
+    let plane_fits_i32 = in_h.checked_mul(in_w).is_some_and(|plane| plane <= i32::MAX as usize);
+    let direct_i32 = indices_dtype == burn_std::IntDType::I32 && plane_fits_i32;
+    let x_3d = expand_2d_to_3d(&x);
+    let arguments = (
+        [1, kernel_size[0], kernel_size[1]],
+        [1, stride[0], stride[1]],
+        [0, padding[0], padding[1]],
+        [1, dilation[0], dilation[1]],
+    );
+    macro_rules! pool_as {
+        ($T:ty, $dtype:expr, $neg_inf:expr) => {{
+            let (kernel, stride, padding, dilation) = arguments;
+            if direct_i32 {
+                max_pool3d_with_indices_impl::<$T, i32>(
+                    x_3d, kernel, stride, padding, dilation, ceil_mode, $dtype, $neg_inf,
+                )
+            } else {
+                max_pool3d_with_indices_impl::<$T, i64>(
+                    x_3d, kernel, stride, padding, dilation, ceil_mode, $dtype, $neg_inf,
+                )
+            }
+        }};
+    }
+    let (output, indices) = match x_3d.dtype() {
+        DType::F32 => pool_as!(f32, DType::F32, f32::NEG_INFINITY),
+        DType::F64 => pool_as!(f64, DType::F64, f64::NEG_INFINITY),
+        DType::F16 => pool_as!(f16, DType::F16, f16::NEG_INFINITY),
+        DType::BF16 => {
+            let (kernel, stride, padding, dilation) = arguments;
+            let (output, indices) = if direct_i32 {
+                max_pool3d_with_indices_impl::<f32, i32>(
+                    convert_bf16_to_f32(&x_3d), kernel, stride, padding, dilation, ceil_mode,
+                    DType::F32, f32::NEG_INFINITY,
+                )
+            } else {
+                max_pool3d_with_indices_impl::<f32, i64>(
+                    convert_bf16_to_f32(&x_3d), kernel, stride, padding, dilation, ceil_mode,
+                    DType::F32, f32::NEG_INFINITY,
+                )
+            };
+            (convert_f32_to_bf16(&output), indices)
+        }
+        dtype => panic!("max_pool2d_with_indices: unsupported dtype {:?}", dtype),
+    };
+    let indices = if indices.dtype() == DType::from(indices_dtype) {
+        indices
+    } else {
+        <crate::Flex as burn_backend::ops::IntTensorOps<crate::Flex>>::int_cast(indices, indices_dtype)
+    };
+    (squeeze_3d_to_2d(output), squeeze_3d_to_2d(indices))
+}
+
 // ============================================================================
 // Max Pool 3D - core implementation
 // ============================================================================
@@ -231,20 +350,20 @@ fn valid_range_maxpool(
 /// padding, no dilation, no partial window): the common `2 x 2`, stride 2 case. The windows'
 /// positions need no range checks, so the loops are a few instructions per element; the
 /// general path below computes each window's bounds.
-fn max_pool2d_inside_planes<T>(
+fn max_pool2d_inside_planes<T, I: PoolIndex>(
     x_data: &[T],
     planes: usize,
     [in_h, in_w]: [usize; 2],
     [out_h, out_w]: [usize; 2],
     [kernel_h, kernel_w]: [usize; 2],
     [stride_h, stride_w]: [usize; 2],
-) -> (Vec<T>, Vec<i64>)
+) -> (Vec<T>, Vec<I>)
 where
     T: bytemuck::Pod + Copy + PartialOrd + Send + Sync + Element + num_traits::Float,
 {
     let (in_plane, out_plane) = (in_h * in_w, out_h * out_w);
     let two_by_two = [kernel_h, kernel_w, stride_h, stride_w] == [2, 2, 2, 2];
-    let pool_plane = |(plane, (output, indices)): (usize, (&mut [T], &mut [i64]))| {
+    let pool_plane = |(plane, (output, indices)): (usize, (&mut [T], &mut [I]))| {
         let input = &x_data[plane * in_plane..][..in_plane];
         if two_by_two {
             for (oh, (output_row, indices_row)) in output
@@ -273,13 +392,13 @@ where
                     }
                 }
                 output[oh * out_w + ow] = best;
-                indices[oh * out_w + ow] = best_index as i64;
+                indices[oh * out_w + ow] = I::from_offset(best_index);
             }
         }
     };
     // Each plane's values and indices are zeroed by the thread that then writes them, not by
     // `calloc` on the calling thread (ops/fresh.rs says why).
-    crate::ops::fresh::zeroed_part_pairs(planes * out_plane, out_plane, (T::zero(), 0i64), true, |plane, parts| {
+    crate::ops::fresh::zeroed_part_pairs(planes * out_plane, out_plane, (T::zero(), I::from_offset(0)), true, |plane, parts| {
         pool_plane((plane, parts))
     })
 }
@@ -293,20 +412,22 @@ where
 /// bottom's replaces the top's under the same rule. The first maximum in scan order therefore
 /// wins a tie, and the last NaN wins when there are NaNs.
 #[inline]
-fn max_pool_two_rows<T: num_traits::Float>(
+fn max_pool_two_rows<T: num_traits::Float, I: PoolIndex>(
     top: &[T],
     bottom: &[T],
     top_start: usize,
     row_length: usize,
     output: &mut [T],
-    indices: &mut [i64],
+    indices: &mut [I],
 ) {
-    // Indexed loads over slices of one checked length, and the index in `i64` arithmetic: the
-    // shape in which the compiler vectorizes the loop (the iterator form stayed scalar).
+    // Indexed loads over slices of one checked length, and the index in the index type's own
+    // arithmetic: the shape in which the compiler vectorizes the loop (the iterator form stayed
+    // scalar).
     let columns = output.len().min(indices.len()).min(top.len() / 2).min(bottom.len() / 2);
     let (top, bottom) = (&top[..2 * columns], &bottom[..2 * columns]);
     let (output, indices) = (&mut output[..columns], &mut indices[..columns]);
-    let (top_start, row_length) = (top_start as i64, row_length as i64);
+    let (top_start, row_length) = (I::from_offset(top_start), I::from_offset(row_length));
+    let two = I::from_offset(2);
     for column in 0..columns {
         let (top_left, top_right) = (top[2 * column], top[2 * column + 1]);
         let (bottom_left, bottom_right) = (bottom[2 * column], bottom[2 * column + 1]);
@@ -316,16 +437,16 @@ fn max_pool_two_rows<T: num_traits::Float>(
         let lower = if take_bottom_right { bottom_right } else { bottom_left };
         let take_lower = (lower > upper) | lower.is_nan();
         output[column] = if take_lower { lower } else { upper };
-        let upper_offset = take_top_right as i64;
-        let lower_offset = row_length + take_bottom_right as i64;
+        let upper_offset = I::from_flag(take_top_right);
+        let lower_offset = row_length + I::from_flag(take_bottom_right);
         let offset = if take_lower { lower_offset } else { upper_offset };
-        indices[column] = top_start + 2 * column as i64 + offset;
+        indices[column] = top_start + two * I::from_offset(column) + offset;
     }
 }
 
 /// Generic 3D max pooling with indices implementation.
 #[allow(clippy::too_many_arguments)]
-fn max_pool3d_with_indices_impl<T>(
+fn max_pool3d_with_indices_impl<T, I: PoolIndex>(
     x: FlexTensor,
     kernel_size: [usize; 3],
     stride: [usize; 3],
@@ -366,7 +487,7 @@ where
         && dilation == [1, 1, 1]
         && windows_inside
     {
-        let (output, indices) = max_pool2d_inside_planes(
+        let (output, indices) = max_pool2d_inside_planes::<T, I>(
             x_data,
             batch_size * channels,
             [in_h, in_w],
@@ -377,7 +498,7 @@ where
         let out_shape = Shape::from(vec![batch_size, channels, out_d, out_h, out_w]);
         return (
             FlexTensor::new(Bytes::from_elems(output), Layout::contiguous(out_shape.clone()), dtype),
-            FlexTensor::new(Bytes::from_elems(indices), Layout::contiguous(out_shape), DType::I64),
+            FlexTensor::new(Bytes::from_elems(indices), Layout::contiguous(out_shape), I::DTYPE),
         );
     }
     // Each axis's window ranges, computed once per call rather than once per output element
@@ -432,7 +553,7 @@ where
             use rayon::prelude::*;
 
             let mut output = vec![neg_inf; batch_size * channels * spatial_out];
-            let mut indices = vec![-1i64; batch_size * channels * spatial_out];
+            let mut indices = vec![I::from_offset(0); batch_size * channels * spatial_out];
             let out_ptr = crate::ops::SendMutPtr::new(output.as_mut_ptr());
             let idx_ptr = crate::ops::SendMutPtr::new(indices.as_mut_ptr());
 
@@ -453,7 +574,7 @@ where
 
                             unsafe {
                                 out_ptr.write(out_idx, max_val);
-                                idx_ptr.write(out_idx, max_idx);
+                                idx_ptr.write(out_idx, I::from_window_index(max_idx));
                             }
                         }
                     }
@@ -464,7 +585,7 @@ where
         #[cfg(not(feature = "rayon"))]
         {
             let mut output = vec![neg_inf; batch_size * channels * spatial_out];
-            let mut indices = vec![-1i64; batch_size * channels * spatial_out];
+            let mut indices = vec![I::from_offset(0); batch_size * channels * spatial_out];
 
             for b in 0..batch_size {
                 for c in 0..channels {
@@ -478,7 +599,7 @@ where
                                 let (max_val, max_idx) = kernel(od, oh, ow, x_offset);
 
                                 output[out_idx] = max_val;
-                                indices[out_idx] = max_idx;
+                                indices[out_idx] = I::from_window_index(max_idx);
                             }
                         }
                     }
@@ -497,7 +618,7 @@ where
     let indices_tensor = FlexTensor::new(
         Bytes::from_elems(indices),
         Layout::contiguous(out_shape),
-        DType::I64,
+        I::DTYPE,
     );
 
     (output_tensor, indices_tensor)
@@ -1934,6 +2055,54 @@ mod tests {
 
         assert!((out[0].to_f32() - 6.0).abs() < 0.5);
         assert!((out[1].to_f32() - 8.0).abs() < 0.5);
+    }
+
+    /// The indices the backend op writes in `i32` equal the `i64` ones of the public functions,
+    /// on the fast path (windows inside the plane, `2 x 2` and other kernels) and on the general
+    /// one (padding, dilation, ceil mode), with ties and NaNs in the input.
+    #[test]
+    fn indices_asked_for_as_i32_equal_the_i64_ones() {
+        use burn_std::IntDType;
+        // (input height and width, kernel, stride, padding, dilation, ceil mode)
+        let cases: [([usize; 2], [usize; 2], [usize; 2], [usize; 2], [usize; 2], bool); 6] = [
+            ([32, 32], [2, 2], [2, 2], [0, 0], [1, 1], false),
+            ([7, 9], [2, 2], [2, 2], [0, 0], [1, 1], false),
+            ([9, 8], [3, 3], [2, 2], [0, 0], [1, 1], false),
+            ([6, 7], [3, 2], [1, 1], [0, 0], [1, 1], false),
+            ([7, 7], [3, 3], [2, 2], [1, 1], [1, 1], true),
+            ([8, 9], [2, 3], [2, 1], [1, 0], [2, 1], false),
+        ];
+        for (size, kernel, stride, padding, dilation, ceil_mode) in cases {
+            let shape = vec![2, 3, size[0], size[1]];
+            let len: usize = shape.iter().product();
+            // Many equal values (ties), and a NaN in every 37.
+            let data: Vec<f32> = (0..len)
+                .map(|index| if index % 37 == 5 { f32::NAN } else { ((index * 7) % 11) as f32 })
+                .collect();
+            let x = FlexTensor::from_data(TensorData::new(data, shape));
+            let (expected_output, expected_indices) =
+                max_pool2d_with_indices_f32(x.clone(), kernel, stride, padding, dilation, ceil_mode);
+            let expected_output: Vec<f32> = expected_output.into_data().try_into_vec().unwrap();
+            let expected_indices: Vec<i64> = expected_indices.into_data().try_into_vec().unwrap();
+            for indices_dtype in [IntDType::I32, IntDType::I64, IntDType::I16] {
+                let (output, indices) = max_pool2d_with_indices_as(
+                    x.clone(), kernel, stride, padding, dilation, ceil_mode, indices_dtype,
+                );
+                let case = format!("{size:?} {kernel:?} {stride:?} {padding:?} {dilation:?} {ceil_mode} {indices_dtype:?}");
+                assert_eq!(indices.dtype(), DType::from(indices_dtype), "{case}");
+                let output: Vec<f32> = output.into_data().try_into_vec().unwrap();
+                assert_eq!(output.len(), expected_output.len(), "{case}");
+                for (actual, expected) in output.iter().zip(&expected_output) {
+                    assert!(actual == expected || (actual.is_nan() && expected.is_nan()), "{case}");
+                }
+                let indices: Vec<i64> = match indices_dtype {
+                    IntDType::I32 => indices.into_data().convert::<i64>().try_into_vec().unwrap(),
+                    IntDType::I16 => indices.into_data().convert::<i64>().try_into_vec().unwrap(),
+                    _ => indices.into_data().try_into_vec().unwrap(),
+                };
+                assert_eq!(indices, expected_indices, "{case}");
+            }
+        }
     }
 
     #[test]
