@@ -174,44 +174,33 @@ trait PoolIndex:
     /// An offset inside one plane; callers check that the plane's offsets fit the type.
     fn from_offset(offset: usize) -> Self;
 
-    /// `1` for true, `0` for false.
-    fn from_flag(flag: bool) -> Self;
-
     /// An index computed in `i64`, where `-1` marks a window with no element inside the input.
     fn from_window_index(index: i64) -> Self;
-}
 
-impl PoolIndex for i64 {
-    const DTYPE: DType = DType::I64;
-
-    fn from_offset(offset: usize) -> Self {
-        offset as i64
-    }
-
+    /// `1` for true, `0` for false.
     fn from_flag(flag: bool) -> Self {
-        flag as i64
-    }
-
-    fn from_window_index(index: i64) -> Self {
-        index
+        Self::from_offset(flag as usize)
     }
 }
 
-impl PoolIndex for i32 {
-    const DTYPE: DType = DType::I32;
+macro_rules! pool_index {
+    ($I:ty, $dtype:expr) => {
+        impl PoolIndex for $I {
+            const DTYPE: DType = $dtype;
 
-    fn from_offset(offset: usize) -> Self {
-        offset as i32
-    }
+            fn from_offset(offset: usize) -> Self {
+                offset as $I
+            }
 
-    fn from_flag(flag: bool) -> Self {
-        flag as i32
-    }
-
-    fn from_window_index(index: i64) -> Self {
-        index as i32
-    }
+            fn from_window_index(index: i64) -> Self {
+                index as $I
+            }
+        }
+    };
 }
+
+pool_index!(i64, DType::I64);
+pool_index!(i32, DType::I32);
 
 /// 2D max pooling with its indices in `indices_dtype`, for the backend's
 /// `max_pool2d_with_indices`.
@@ -233,43 +222,20 @@ pub(crate) fn max_pool2d_with_indices_as(
     let plane_fits_i32 = in_h.checked_mul(in_w).is_some_and(|plane| plane <= i32::MAX as usize);
     let direct_i32 = indices_dtype == burn_std::IntDType::I32 && plane_fits_i32;
     let x_3d = expand_2d_to_3d(&x);
-    let arguments = (
-        [1, kernel_size[0], kernel_size[1]],
-        [1, stride[0], stride[1]],
-        [0, padding[0], padding[1]],
-        [1, dilation[0], dilation[1]],
-    );
-    macro_rules! pool_as {
-        ($T:ty, $dtype:expr, $neg_inf:expr) => {{
-            let (kernel, stride, padding, dilation) = arguments;
-            if direct_i32 {
-                max_pool3d_with_indices_impl::<$T, i32>(
-                    x_3d, kernel, stride, padding, dilation, ceil_mode, $dtype, $neg_inf,
-                )
-            } else {
-                max_pool3d_with_indices_impl::<$T, i64>(
-                    x_3d, kernel, stride, padding, dilation, ceil_mode, $dtype, $neg_inf,
-                )
-            }
-        }};
-    }
+    let windows = PoolWindows {
+        kernel_size: [1, kernel_size[0], kernel_size[1]],
+        stride: [1, stride[0], stride[1]],
+        padding: [0, padding[0], padding[1]],
+        dilation: [1, dilation[0], dilation[1]],
+        ceil_mode,
+    };
     let (output, indices) = match x_3d.dtype() {
-        DType::F32 => pool_as!(f32, DType::F32, f32::NEG_INFINITY),
-        DType::F64 => pool_as!(f64, DType::F64, f64::NEG_INFINITY),
-        DType::F16 => pool_as!(f16, DType::F16, f16::NEG_INFINITY),
+        DType::F32 => windows.pool(x_3d, direct_i32, DType::F32, f32::NEG_INFINITY),
+        DType::F64 => windows.pool(x_3d, direct_i32, DType::F64, f64::NEG_INFINITY),
+        DType::F16 => windows.pool(x_3d, direct_i32, DType::F16, f16::NEG_INFINITY),
         DType::BF16 => {
-            let (kernel, stride, padding, dilation) = arguments;
-            let (output, indices) = if direct_i32 {
-                max_pool3d_with_indices_impl::<f32, i32>(
-                    convert_bf16_to_f32(&x_3d), kernel, stride, padding, dilation, ceil_mode,
-                    DType::F32, f32::NEG_INFINITY,
-                )
-            } else {
-                max_pool3d_with_indices_impl::<f32, i64>(
-                    convert_bf16_to_f32(&x_3d), kernel, stride, padding, dilation, ceil_mode,
-                    DType::F32, f32::NEG_INFINITY,
-                )
-            };
+            let x_f32 = convert_bf16_to_f32(&x_3d);
+            let (output, indices) = windows.pool(x_f32, direct_i32, DType::F32, f32::NEG_INFINITY);
             (convert_f32_to_bf16(&output), indices)
         }
         dtype => panic!("max_pool2d_with_indices: unsupported dtype {:?}", dtype),
@@ -280,6 +246,30 @@ pub(crate) fn max_pool2d_with_indices_as(
         <crate::Flex as burn_backend::ops::IntTensorOps<crate::Flex>>::int_cast(indices, indices_dtype)
     };
     (squeeze_3d_to_2d(output), squeeze_3d_to_2d(indices))
+}
+
+/// A 3D max pooling's windows, for [`max_pool2d_with_indices_as`].
+struct PoolWindows {
+    kernel_size: [usize; 3],
+    stride: [usize; 3],
+    padding: [usize; 3],
+    dilation: [usize; 3],
+    ceil_mode: bool,
+}
+
+impl PoolWindows {
+    /// The pooling of `x` with `i32` indices where `direct_i32`, `i64` ones otherwise.
+    fn pool<T>(&self, x: FlexTensor, direct_i32: bool, dtype: DType, neg_inf: T) -> (FlexTensor, FlexTensor)
+    where
+        T: bytemuck::Pod + Copy + PartialOrd + Send + Sync + Element + num_traits::Float,
+    {
+        let Self { kernel_size, stride, padding, dilation, ceil_mode } = *self;
+        if direct_i32 {
+            max_pool3d_with_indices_impl::<T, i32>(x, kernel_size, stride, padding, dilation, ceil_mode, dtype, neg_inf)
+        } else {
+            max_pool3d_with_indices_impl::<T, i64>(x, kernel_size, stride, padding, dilation, ceil_mode, dtype, neg_inf)
+        }
+    }
 }
 
 // ============================================================================
@@ -2095,11 +2085,7 @@ mod tests {
                 for (actual, expected) in output.iter().zip(&expected_output) {
                     assert!(actual == expected || (actual.is_nan() && expected.is_nan()), "{case}");
                 }
-                let indices: Vec<i64> = match indices_dtype {
-                    IntDType::I32 => indices.into_data().convert::<i64>().try_into_vec().unwrap(),
-                    IntDType::I16 => indices.into_data().convert::<i64>().try_into_vec().unwrap(),
-                    _ => indices.into_data().try_into_vec().unwrap(),
-                };
+                let indices: Vec<i64> = indices.into_data().convert::<i64>().try_into_vec().unwrap();
                 assert_eq!(indices, expected_indices, "{case}");
             }
         }
